@@ -1,0 +1,79 @@
+// PipelineConfig: the pipeline × data-parallel configuration, read from YAML with the user's
+// own keys (MindSpore / Megatron names) or built from CLI flags, and validated once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ppstream/program/ir.h"
+
+namespace ppstream {
+
+enum class ScheduleKind : uint8_t { GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B };
+enum class P2PTransport : uint8_t { PLAIN, BATCH, MULTI_STREAM };
+
+// Inclusive layer range [first, last] of one virtual stage.
+struct LayerRange {
+  int32_t first = 0;
+  int32_t last = 0;
+  int32_t count() const { return last - first + 1; }
+  auto operator<=>(const LayerRange&) const = default;
+};
+
+struct PipelineConfig {
+  int32_t pipeline_parallel_size = 1;            // PP ranks (p)
+  int32_t pipeline_parallel_interleave_num = 1;  // virtual stages per PP rank (v)
+  int32_t micro_batch_num = 1;                   // microbatches per step (m)
+  int32_t num_layers = 0;                        // total layers; derived from layer ranges if given
+  // Layers of global virtual stage s (size p*v), from pipeline_parallel_layers_per_stage
+  // (one string per PP rank, "a-b,c-d" = chunk 0, chunk 1) or an even split of num_layers.
+  std::vector<LayerRange> stage_layers;
+  bool pipeline_parallel_overlap_p2p = false;    // defer the recv wait to the consuming compute
+  bool pipeline_parallel_overlap_b_f = false;    // pair a backward with the next forward (one batch)
+  P2PTransport pipeline_parallel_p2p_transport = P2PTransport::BATCH;
+  ScheduleKind schedule = ScheduleKind::ONE_F_ONE_B;
+  DPMode mode = DPMode::NONE;
+  int32_t shard_size = 1;
+  int32_t replicate_size = 1;
+  bool reshard_after_backward = true;
+  int32_t max_active_stages = 0;                 // UNSHARD prefetch depth; 0 = unset (means v)
+  ReducePolicy reduce_grad = ReducePolicy::INLINE;  // NONE when mode == NONE
+  bool sync_last_reduce = true;                  // async: keep the last local stage's reduction on compute
+
+  // Any further top-level sections (e.g. `cost:` for the simulator, `model:` for the runtime)
+  // are kept verbatim as YAML text for their own readers; see `extra_sections`.
+  std::map<std::string, std::string> extra_sections;
+
+  int32_t num_stages() const { return pipeline_parallel_size * pipeline_parallel_interleave_num; }
+  World world(bool expanded) const;
+};
+
+// A rejected configuration. what() reads like
+// `config: micro_batch_num=3 must be a multiple of pipeline_parallel_size=4 for interleaved_1f1b; use 4, 8, … or schedule 1f1b`
+// and names the file (and line, for YAML) when known.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Top-level keys the loader accepts besides the core keys above (other issues register
+// their sections here so that unknown keys are still rejected with a did-you-mean).
+const std::vector<std::string>& extra_section_names();
+
+// Parses and validates. Throws ConfigError naming file, line, key, value and the rule.
+PipelineConfig load_config_file(const std::string& path);
+PipelineConfig load_config_text(const std::string& yaml_text, const std::string& origin = "<text>");
+// Applies `key=value` overrides (same keys and rules as YAML, e.g. from the CLI), revalidates.
+void apply_override(PipelineConfig& cfg, const std::string& key, const std::string& value);
+// Full validation (layer ranges, microbatches vs schedule, DP sizes, …); throws ConfigError.
+void validate(const PipelineConfig& cfg);
+// Parses one PP rank's layer string "0-5,24-29" into one range per chunk; throws ConfigError.
+std::vector<LayerRange> parse_layer_string(const std::string& text, const std::string& key);
+
+const char* to_string(ScheduleKind k);
+const char* to_string(P2PTransport t);
+
+}  // namespace ppstream

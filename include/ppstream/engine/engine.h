@@ -1,0 +1,77 @@
+// The discrete-event engine: one execution of a ProgramSet across all ranks, under a platform
+// profile and a cost model. Verify and simulate are both runs of this engine (docs/semantics.md).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ppstream/program/ir.h"
+
+namespace ppstream {
+
+enum class PlatformKind : uint8_t { STRICT, ASCEND_MINDSPORE, CPU_SERIAL };
+const char* to_string(PlatformKind k);
+std::optional<PlatformKind> parse_platform(const std::string& s);  // "strict", "ascend-mindspore", "cpu-serial"
+
+// Durations and arrival delays in milliseconds. The default (this base class) is zero cost:
+// the `strict` verification semantics.
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  // Execution time of a compute / RESHARD / OPT_STEP instruction once started.
+  virtual double compute_ms(const Program& /*p*/, const Instr& /*i*/) const { return 0.0; }
+  // Transfer time of a BATCH once all its ops are matched.
+  virtual double batch_ms(const Program& /*p*/, const Instr& /*i*/) const { return 0.0; }
+  // Time of one collective (UNSHARD or REDUCE_GRAD) once its last member has arrived,
+  // excluding straggler delays.
+  virtual double collective_ms(const Program& /*p*/, const Instr& /*i*/) const { return 0.0; }
+  // Extra arrival delay of this rank at this collective (straggler model). For members
+  // outside a non-expanded set, the engine asks `external_arrival_ms` for the slowest of them.
+  virtual double arrival_delay_ms(const Program& /*p*/, const Instr& /*i*/) const { return 0.0; }
+  virtual double external_arrival_ms(const Program& /*p*/, const Instr& /*i*/) const { return 0.0; }
+};
+
+// What one instruction did (times in ms from step start). For an instruction that never
+// started, start_ms/end_ms are negative and `blocked` says why.
+struct InstrTiming {
+  double issue_ms = -1;  // host issued it
+  double ready_ms = -1;  // reached the head of its stream
+  double start_ms = -1;  // start condition held (WAIT: event fired; BATCH/collective: posted)
+  double end_ms = -1;    // completed
+};
+
+// One blocked instruction at a deadlock: rank, stream, index, its canonical text and what it
+// is waiting for (e.g. "event compute_ready[s7] never recorded", "peer r2 has not posted RECV_B mb15 s6").
+struct Blocked {
+  Rank rank;
+  std::string stream;
+  int32_t index = 0;
+  std::string text;
+  std::string waiting_for;
+  std::optional<Rank> waits_on_rank;  // for the waiting cycle
+};
+
+struct EngineResult {
+  bool completed = false;                         // every instruction of every rank completed
+  std::vector<std::vector<InstrTiming>> timing;   // [program index][instr index]
+  std::vector<Blocked> blocked;                   // heads of blocked streams when !completed
+  std::vector<Rank> cycle;                        // a waiting cycle among blocked ranks, if any
+  double makespan_ms = 0.0;
+  int64_t events_processed = 0;                   // engine events (for throughput benchmarks)
+};
+
+struct EngineOptions {
+  PlatformKind platform = PlatformKind::STRICT;
+  const CostModel* cost = nullptr;  // nullptr: zero cost
+};
+
+// Runs one step. Never throws on a deadlock (it is reported in the result); throws
+// std::invalid_argument for structurally broken input (unknown peer rank, etc.).
+EngineResult run_engine(const ProgramSet& set, const EngineOptions& opts = {});
+
+// Human-readable deadlock report: every blocked instruction, then the cycle.
+std::string format_deadlock(const ProgramSet& set, const EngineResult& r);
+
+}  // namespace ppstream

@@ -1,0 +1,117 @@
+// The stream-program IR: what every rank runs in one training step. Everything downstream
+// (verify, simulate, execute, trace) consumes these values; see docs/semantics.md.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ppstream {
+
+// Strong index types: a Rank is never confused with a Stage; no -1 placeholders (use optional).
+#define PPSTREAM_STRONG_INDEX(Name)                                            \
+  struct Name {                                                                \
+    int32_t v = 0;                                                             \
+    constexpr Name() = default;                                                \
+    constexpr explicit Name(int32_t x) : v(x) {}                               \
+    auto operator<=>(const Name&) const = default;                             \
+  };
+PPSTREAM_STRONG_INDEX(Rank)        // global rank id as printed `r3`
+PPSTREAM_STRONG_INDEX(Stage)       // global virtual stage id `s7` (chunk c of PP rank r is c*pp + r)
+PPSTREAM_STRONG_INDEX(Microbatch)  // microbatch id `mb15`
+#undef PPSTREAM_STRONG_INDEX
+
+// Instruction kinds. Each instruction runs on one stream of its rank, in FIFO order there.
+enum class OpKind : uint8_t {
+  F,            // forward of (mb, stage) on a compute stream
+  B,            // backward of (mb, stage): input grad (dx) + accumulate parameter grads
+  BATCH,        // one batch_isend_irecv of P2P ops; completes when every op is matched
+  RECORD,       // record event on this stream: fires when all earlier work on the stream is done
+  WAIT,         // this stream waits until the event has fired
+  UNSHARD,      // all-gather the stage's parameter shards in its shard group
+  RESHARD,      // free the stage's unsharded parameters (no communication)
+  REDUCE_GRAD,  // the stage's gradient reduction: reduce-scatter (shard group), then
+                // all-reduce (replicate group); the issuing stream waits for both (CommHandle.wait)
+  OPT_STEP,     // optimizer step on the sharded parameters (one per rank per step)
+};
+
+enum class P2PKind : uint8_t { SEND_F, RECV_F, SEND_B, RECV_B };
+
+// One point-to-point operation inside a BATCH. mb/stage are always the *local* stage's:
+// `SEND_B mb15 s7 ->r2` (s7's input grad to s6 on r2) is matched by `RECV_B mb15 s6 <-r3`.
+struct P2POp {
+  P2PKind kind = P2PKind::SEND_F;
+  Microbatch mb;
+  Stage stage;
+  Rank peer;
+  auto operator<=>(const P2POp&) const = default;
+};
+
+// One instruction. Only the fields its kind uses are meaningful; the others stay default so
+// that equality and hashing are well defined (the parser and builders guarantee it).
+struct Instr {
+  OpKind op = OpKind::F;
+  std::string stream;          // "compute", "p2p", "p2p.2", "reduce", "fsdp"
+  Microbatch mb;               // F, B
+  Stage stage;                 // F, B, UNSHARD, RESHARD, REDUCE_GRAD
+  std::vector<P2POp> p2p;      // BATCH: ops in issue order (cpu-serial executes them in this order)
+  std::string event;           // RECORD, WAIT: e.g. "compute_ready[s7]"
+  bool operator==(const Instr&) const = default;
+};
+
+// The world a program set describes. A compiled set holds either one pipeline replica
+// (ranks = PP ranks 0..pp-1, HSDP peers outside the set) or the whole expanded world
+// (rank = pp_rank * dp + dp_index, dp_index = replicate_index * shard + shard_index).
+struct World {
+  int32_t pp = 1;          // pipeline_parallel_size
+  int32_t vpp = 1;         // virtual stages per PP rank
+  int32_t shard = 1;       // shard group size (1: no sharding)
+  int32_t replicate = 1;   // replicate group size
+  bool expanded = false;   // true: every DP rank is in the set
+  auto operator<=>(const World&) const = default;
+  int32_t dp() const { return shard * replicate; }
+};
+
+// How gradients are reduced (the reduction placement policy of the lowering).
+enum class ReducePolicy : uint8_t { NONE, INLINE, ASYNC };
+// Data parallelism: FSDP = sharded, replicate 1; HSDP = shard × replicate; DDP = replicate only
+// (hsdp with shard_size 1: no UNSHARD/RESHARD, REDUCE_GRAD is a plain all-reduce).
+enum class DPMode : uint8_t { NONE, FSDP, HSDP };
+
+// One rank's program: instructions in host issue order.
+struct Program {
+  Rank rank;
+  int32_t pp_rank = 0;
+  std::vector<Instr> instrs;
+  bool operator==(const Program&) const = default;
+};
+
+// All ranks' programs for one step plus what the verifier needs to know about them.
+struct ProgramSet {
+  World world;
+  DPMode mode = DPMode::NONE;               // NONE: no REDUCE_GRAD/UNSHARD/RESHARD at all
+  ReducePolicy policy = ReducePolicy::NONE;  // NONE iff mode == NONE
+  std::vector<Program> programs;             // sorted by rank
+  // Every local virtual stage of a rank is "managed" (reduced once per step) when mode != NONE;
+  // it is sharded (UNSHARD/RESHARD once per step) when additionally world.shard > 1.
+  bool sharded() const { return mode != DPMode::NONE && world.shard > 1; }
+  bool operator==(const ProgramSet&) const = default;
+};
+
+// Helpers shared by every consumer (one definition of the mapping).
+inline int32_t pp_rank_of_stage(Stage s, int32_t pp) { return s.v % pp; }
+inline int32_t chunk_of_stage(Stage s, int32_t pp) { return s.v / pp; }
+const char* to_string(OpKind k);
+const char* to_string(P2PKind k);
+const char* to_string(ReducePolicy p);
+const char* to_string(DPMode m);
+std::optional<OpKind> parse_op_kind(const std::string& s);
+std::optional<P2PKind> parse_p2p_kind(const std::string& s);
+bool is_send(P2PKind k);
+bool is_forward(P2PKind k);
+
+}  // namespace ppstream

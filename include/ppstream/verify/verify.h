@@ -1,0 +1,42 @@
+// The verifier: proves a ProgramSet safe before anything runs it. It runs the engine under
+// the requested platform (deadlock) and the static checks listed below, collects every
+// violation, and reports each with rank, instruction index, stream, rule and canonical text.
+//
+// Rules (name used in messages):
+//   deadlock           every instruction completes under the platform's semantics
+//   p2p-fifo           per channel, the k-th send matches the k-th recv (kind, mb, stage)
+//   batch-shape        the ops a batch exchanges with one peer sit in one mirrored batch there
+//   collective-order   every member of a group issues the same sequence of collectives
+//   event              each event recorded once; every WAIT after its RECORD in program order
+//   happens-before     buffers (activation, input grad, stash, unsharded params, grads) ordered
+//   reduce-once        each managed stage: exactly one REDUCE_GRAD per step
+//   reshard-once       each sharded stage: exactly one UNSHARD and one RESHARD per step
+//   send-before-reduce (async) no reduction wait on compute before the stage's last SEND_B batch
+//   drain              every REDUCE_GRAD happens-before OPT_STEP; exactly one OPT_STEP per rank
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ppstream/engine/engine.h"
+#include "ppstream/program/ir.h"
+
+namespace ppstream {
+
+struct Violation {
+  std::string rule;
+  Rank rank;
+  int32_t index = -1;       // instruction index in the rank's program, -1 if rank-level
+  std::string stream;
+  std::string message;      // includes the offending instruction(s) in canonical text
+  std::string to_string() const;  // "verify: r3 #17 reduce: [event] WAIT ... (after pass X)"
+};
+
+struct VerifyOptions {
+  std::vector<PlatformKind> platforms = {PlatformKind::STRICT};  // deadlock-checked under each
+  std::string after_pass;  // named in messages when verifying after a lowering pass
+};
+
+std::vector<Violation> verify(const ProgramSet& set, const VerifyOptions& opts = {});
+
+}  // namespace ppstream

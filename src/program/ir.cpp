@@ -1,0 +1,49 @@
+// Names of the IR enums: the single spelling used by text, JSON, traces and messages.
+#include "ppstream/program/ir.h"
+
+#include <array>
+
+namespace ppstream {
+namespace {
+constexpr std::array<const char*, 9> kOpNames = {"F",       "B",           "BATCH",    "RECORD", "WAIT",
+                                                 "UNSHARD", "RESHARD",     "REDUCE_GRAD", "OPT_STEP"};
+constexpr std::array<const char*, 4> kP2PNames = {"SEND_F", "RECV_F", "SEND_B", "RECV_B"};
+}  // namespace
+
+const char* to_string(OpKind k) { return kOpNames[static_cast<size_t>(k)]; }
+const char* to_string(P2PKind k) { return kP2PNames[static_cast<size_t>(k)]; }
+
+const char* to_string(ReducePolicy p) {
+  switch (p) {
+    case ReducePolicy::NONE: return "none";
+    case ReducePolicy::INLINE: return "inline";
+    case ReducePolicy::ASYNC: return "async";
+  }
+  return "?";
+}
+
+const char* to_string(DPMode m) {
+  switch (m) {
+    case DPMode::NONE: return "none";
+    case DPMode::FSDP: return "fsdp";
+    case DPMode::HSDP: return "hsdp";
+  }
+  return "?";
+}
+
+std::optional<OpKind> parse_op_kind(const std::string& s) {
+  for (size_t i = 0; i < kOpNames.size(); ++i)
+    if (s == kOpNames[i]) return static_cast<OpKind>(i);
+  return std::nullopt;
+}
+
+std::optional<P2PKind> parse_p2p_kind(const std::string& s) {
+  for (size_t i = 0; i < kP2PNames.size(); ++i)
+    if (s == kP2PNames[i]) return static_cast<P2PKind>(i);
+  return std::nullopt;
+}
+
+bool is_send(P2PKind k) { return k == P2PKind::SEND_F || k == P2PKind::SEND_B; }
+bool is_forward(P2PKind k) { return k == P2PKind::SEND_F || k == P2PKind::RECV_F; }
+
+}  // namespace ppstream
