@@ -35,6 +35,9 @@ struct Violation {
 struct VerifyOptions {
   std::vector<PlatformKind> platforms = {PlatformKind::STRICT};  // deadlock-checked under each
   std::string after_pass;  // named in messages when verifying after a lowering pass
+  // false while lowering is still in progress: skips reduce-once, reshard-once and drain,
+  // which only a finished program can satisfy.
+  bool complete = true;
 };
 
 std::vector<Violation> verify(const ProgramSet& set, const VerifyOptions& opts = {});

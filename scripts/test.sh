@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs every test: the C++ suite under AddressSanitizer + UBSan (GoogleTest via ctest), then the
+# Python suite (pytest, through the installed ppstream._core). Run scripts/setup.sh first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-2}
+
+echo "== C++ tests (ASan + UBSan) =="
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPPSTREAM_SANITIZE=address,undefined -DPPSTREAM_BENCH=OFF >/dev/null
+cmake --build build-asan -j"$JOBS"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$JOBS" --timeout 600
+
+echo "== Python tests =="
+.venv/bin/python -m pytest -q tests/python "$@"

@@ -1,0 +1,54 @@
+// Pass fsdp-unshard-reshard (sharded stages only: mode fsdp/hsdp with shard_size > 1).
+// UNSHARD: local stages are unsharded in order of first use on the `fsdp` stream; the UNSHARD of
+// the k-th stage is issued just before the first compute of stage k-W+1 (W = max_active_stages,
+// the prefetch window: W=1 is just in time, W=v unshards everything at the start), then
+// `fsdp RECORD unsharded[s]`, and compute `WAIT unsharded[s]` right before the stage's first use.
+// RESHARD: with reshard_after_backward the reduction owns it (right after REDUCE_GRAD s on the
+// same stream, so no second RESHARD and no cross-stream race); otherwise after OPT_STEP.
+#include <algorithm>
+#include <map>
+
+#include "passes.h"
+
+namespace ppstream::lower {
+
+ProgramSet fsdp_unshard_reshard(const ProgramSet& in, const PipelineConfig& cfg) {
+  if (!in.sharded()) return in;
+  const int32_t window = std::max(1, cfg.max_active_stages > 0 ? cfg.max_active_stages
+                                                                : cfg.pipeline_parallel_interleave_num);
+  ProgramSet out = in;
+  for (Program& p : out.programs) {
+    std::vector<std::pair<int32_t, size_t>> first_use;  // (stage, index), in order of first use
+    for (size_t k = 0; k < p.instrs.size(); ++k) {
+      const Instr& i = p.instrs[k];
+      if (i.op != OpKind::F && i.op != OpKind::B) continue;
+      if (std::none_of(first_use.begin(), first_use.end(), [&](auto& e) { return e.first == i.stage.v; }))
+        first_use.emplace_back(i.stage.v, k);
+    }
+    std::multimap<size_t, Instr> before;  // inserted before instruction index
+    for (size_t n = 0; n < first_use.size(); ++n) {
+      const Stage s{first_use[n].first};
+      const size_t issue_at = first_use[n + 1 >= static_cast<size_t>(window) ? n + 1 - static_cast<size_t>(window) : 0].second;
+      before.emplace(issue_at, make_stage_op(OpKind::UNSHARD, "fsdp", s));
+      before.emplace(issue_at, make_event(OpKind::RECORD, "fsdp", stage_event("unsharded", s)));
+    }
+    // Compute waits right before first use; these go after any UNSHARD issued at the same index.
+    for (auto [s, k] : first_use) before.emplace(k, make_event(OpKind::WAIT, "compute", stage_event("unsharded", Stage{s})));
+
+    std::vector<Instr> result;
+    for (size_t k = 0; k < p.instrs.size(); ++k) {
+      auto [lo, hi] = before.equal_range(k);
+      for (auto it = lo; it != hi; ++it) result.push_back(it->second);
+      const Instr& i = p.instrs[k];
+      result.push_back(i);
+      if (i.op == OpKind::REDUCE_GRAD && cfg.reshard_after_backward)
+        result.push_back(make_stage_op(OpKind::RESHARD, i.stream, i.stage));
+      if (i.op == OpKind::OPT_STEP && !cfg.reshard_after_backward)
+        for (auto [s, unused] : first_use) result.push_back(make_stage_op(OpKind::RESHARD, "compute", Stage{s}));
+    }
+    p.instrs = std::move(result);
+  }
+  return out;
+}
+
+}  // namespace ppstream::lower

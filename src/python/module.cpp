@@ -1,0 +1,106 @@
+// ppstream._core: the engine for Python. Programs cross the boundary as their JSON form
+// (include/ppstream/program/format.h), so Python never re-implements the IR.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ppstream/config/config.h"
+#include "ppstream/lower/lower.h"
+#include "ppstream/program/format.h"
+#include "ppstream/verify/verify.h"
+
+namespace py = pybind11;
+using namespace ppstream;
+
+namespace {
+
+std::vector<PlatformKind> platforms_of(const std::string& text) {
+  if (text == "all") return {PlatformKind::STRICT, PlatformKind::ASCEND_MINDSPORE, PlatformKind::CPU_SERIAL};
+  std::vector<PlatformKind> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    auto k = parse_platform(item);
+    if (!k) throw std::invalid_argument("platform " + item + ": expected strict, ascend-mindspore, cpu-serial or all");
+    out.push_back(*k);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string compile_config(PipelineConfig cfg, const std::map<std::string, std::string>& overrides, bool expanded,
+                           const std::string& platform) {
+  for (const auto& [k, v] : overrides) apply_override(cfg, k, v);
+  LowerOptions lo;
+  lo.expanded = expanded;
+  const ProgramSet set = compile(cfg, lo);
+  VerifyOptions vo;
+  vo.platforms = platforms_of(platform);
+  const auto violations = verify(set, vo);
+  if (!violations.empty()) {
+    std::string msg = "verify: " + std::to_string(violations.size()) + " violation(s):";
+    for (const Violation& v : violations) msg += "\n  " + v.to_string();
+    throw std::runtime_error(msg);
+  }
+  return to_json(set);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "ppstream engine: compile pipeline x HSDP configurations to verified stream programs";
+  py::register_exception<ConfigError>(m, "ConfigError", PyExc_ValueError);
+  py::register_exception<ParseError>(m, "ParseError", PyExc_ValueError);
+
+  m.def(
+      "compile",
+      [](const std::string& path, bool expanded, const std::string& platform,
+         const std::map<std::string, std::string>& overrides) {
+        return compile_config(load_config_file(path), overrides, expanded, platform);
+      },
+      py::arg("config_path"), py::arg("expanded") = true, py::arg("platform") = "cpu-serial",
+      py::arg("overrides") = std::map<std::string, std::string>{},
+      "Compile the YAML config at config_path to the ProgramSet JSON (str), verified under `platform`\n"
+      "('strict', 'ascend-mindspore', 'cpu-serial', comma list or 'all'). expanded=True gives one program\n"
+      "per DP rank. Raises ConfigError (ValueError) for a bad config, RuntimeError listing violations.");
+  m.def(
+      "compile_text",
+      [](const std::string& yaml, bool expanded, const std::string& platform,
+         const std::map<std::string, std::string>& overrides) {
+        return compile_config(load_config_text(yaml, "<text>"), overrides, expanded, platform);
+      },
+      py::arg("yaml_text"), py::arg("expanded") = true, py::arg("platform") = "cpu-serial",
+      py::arg("overrides") = std::map<std::string, std::string>{}, "As compile(), from YAML text.");
+  m.def(
+      "verify",
+      [](const std::string& programs_json, const std::string& platform) {
+        VerifyOptions vo;
+        vo.platforms = platforms_of(platform);
+        std::vector<std::string> out;
+        for (const Violation& v : verify(parse_json(programs_json), vo)) out.push_back(v.to_string());
+        return out;
+      },
+      py::arg("programs_json"), py::arg("platform") = "all",
+      "Verify a ProgramSet JSON; returns the violation messages (empty list: verified).");
+  m.def(
+      "verify_text",
+      [](const std::string& text, const std::string& platform) {
+        VerifyOptions vo;
+        vo.platforms = platforms_of(platform);
+        std::vector<std::string> out;
+        for (const Violation& v : verify(parse_program_set(text), vo)) out.push_back(v.to_string());
+        return out;
+      },
+      py::arg("programs_text"), py::arg("platform") = "all", "Verify programs in canonical text form.");
+  m.def(
+      "to_text", [](const std::string& programs_json) { return to_text(parse_json(programs_json)); },
+      py::arg("programs_json"), "Canonical text form of a ProgramSet JSON.");
+  m.def(
+      "to_json", [](const std::string& programs_text) { return to_json(parse_program_set(programs_text)); },
+      py::arg("programs_text"), "JSON form of programs given as canonical text.");
+}
