@@ -160,6 +160,9 @@ TEST(ConfigLayerString, RejectsBadText) {
   EXPECT_NE(msg("0-5,,6").find("empty range between commas"), std::string::npos);
   EXPECT_NE(msg("-3").find("\"-3\" is not a layer range"), std::string::npos);
   EXPECT_NE(msg("0-99999999999").find("is not a layer range"), std::string::npos);
+  EXPECT_NE(msg("0-2147483647").find("layer 2147483647 in \"0-2147483647\" is beyond the limit of 16777216 layers"),
+            std::string::npos)
+      << msg("0-2147483647");
 }
 
 TEST(ConfigErrors, LayerRangesOverlap) {
@@ -218,6 +221,9 @@ TEST(ConfigErrors, TooFewLayers) {
                {"t.yaml:3: ", "num_layers=6 is less than the 8 stages",
                 "pipeline_parallel_size=4 x pipeline_parallel_interleave_num=2", "at least one layer"});
   expect_error("pipeline_parallel_size: 4\n", {"no layers given", "num_layers"});
+  expect_error("pipeline_parallel_size: 4\nnum_layers: 2147483647\n",
+               {"num_layers=2147483647: must be at most 16777216"});
+  expect_error("pipeline_parallel_size: 4\nnum_layers: -4\n", {"t.yaml:2: num_layers=-4: must be at least 1"});
 }
 
 TEST(ConfigErrors, SizesAtLeastOne) {
