@@ -66,16 +66,16 @@ TEST(ConfigExamples, SeedParsesToTheUsersStages) {
   EXPECT_EQ(c.pipeline_parallel_p2p_transport, P2PTransport::MULTI_STREAM);
   EXPECT_EQ(c.schedule, ScheduleKind::INTERLEAVED_1F1B);
   EXPECT_EQ(c.mode, DPMode::HSDP);
-  EXPECT_EQ(c.shard_size, 8);
-  EXPECT_EQ(c.replicate_size, 32);
+  EXPECT_EQ(c.shard_size, 32);
+  EXPECT_EQ(c.replicate_size, 128);
   EXPECT_TRUE(c.reshard_after_backward);
   EXPECT_EQ(c.reduce_grad, ReducePolicy::ASYNC);
   EXPECT_TRUE(c.sync_last_reduce);
   EXPECT_EQ(c.max_active_stages, 0);
   EXPECT_EQ(c.active_stage_limit(), 2);
-  EXPECT_EQ(c.world(false), (World{4, 2, 8, 32, false}));
-  EXPECT_EQ(c.world(true), (World{4, 2, 8, 32, true}));
-  EXPECT_EQ(c.world(true).dp(), 256);
+  EXPECT_EQ(c.world(false), (World{4, 2, 32, 128, false}));
+  EXPECT_EQ(c.world(true), (World{4, 2, 32, 128, true}));
+  EXPECT_EQ(c.world(true).dp(), 4096);
   EXPECT_TRUE(c.extra_sections.empty());
 }
 
@@ -362,11 +362,11 @@ TEST(ConfigOverride, ChangesAndRevalidates) {
 TEST(ConfigOverride, DataParallelModeChange) {
   PipelineConfig c = load_config_file(kExamples + "seed-pp4-vpp2-hsdp.yaml");
   EXPECT_NE(error_of([&] { apply_override(c, "data_parallel.mode", "fsdp"); })
-                .find("data_parallel.replicate_size=32 must be 1 for data_parallel.mode=fsdp"),
+                .find("data_parallel.replicate_size=128 must be 1 for data_parallel.mode=fsdp"),
             std::string::npos);
   apply_overrides(c, {{"data_parallel.mode", "fsdp"}, {"data_parallel.replicate_size", "1"}});
   EXPECT_EQ(c.mode, DPMode::FSDP);
-  EXPECT_EQ(c.world(false), (World{4, 2, 8, 1, false}));
+  EXPECT_EQ(c.world(false), (World{4, 2, 32, 1, false}));
   apply_override(c, "data_parallel", "{mode: hsdp, shard_size: 2, replicate_size: 4}");
   EXPECT_EQ(c.world(false), (World{4, 2, 2, 4, false}));
   EXPECT_NE(error_of([&] { apply_override(c, "data_parallel.mode", "none"); })
