@@ -22,6 +22,9 @@
 // Numbers are non-negative decimal int32. A line whose first non-blank character is `#` is a
 // comment. The parsers check syntax only (plus pp_rank in JSON); meaning is the verifier's job.
 // Program::pp_rank is derived: pp_rank_of(rank, world). Programs are sorted by rank.
+// parse(print(p)) == p holds for sets whose programs are sorted, non-empty (a rank without
+// instructions has no line, so text drops it; JSON keeps it), carry the derived pp_rank, use
+// valid names and leave the fields their kinds do not use at their defaults.
 #pragma once
 
 #include <stdexcept>

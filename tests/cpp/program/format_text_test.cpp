@@ -182,6 +182,14 @@ TEST(FormatText, HeaderOnlySetIsEmpty) {
   EXPECT_EQ(to_text(set), "world pp=1 vpp=1 shard=1 replicate=1 expanded=0 mode=none policy=none\n");
 }
 
+TEST(FormatText, RankWithoutInstructionsHasNoLines) {
+  ProgramSet set;
+  set.programs.push_back(Program{Rank{0}, 0, {}});
+  EXPECT_EQ(to_text(set), "world pp=1 vpp=1 shard=1 replicate=1 expanded=0 mode=none policy=none\n");
+  EXPECT_TRUE(parse_program_set(to_text(set)).programs.empty());
+  EXPECT_EQ(parse_json(to_json(set)), set);  // JSON keeps the empty program
+}
+
 std::string parse_error(const std::string& text) {
   try {
     parse_program_set(text, "bad.txt");
