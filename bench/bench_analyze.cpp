@@ -30,13 +30,13 @@ void BM_ReadKineto(benchmark::State& state) {
     ppstream::analyze::read_paths({kLargest}, set);
     benchmark::DoNotOptimize(set.ranks.data());
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kDecompressedBytes));
+  state.SetBytesProcessed(static_cast<int64_t>(static_cast<double>(state.iterations()) * kDecompressedBytes));
 }
 BENCHMARK(BM_ReadKineto)->Unit(benchmark::kMillisecond);
 
 void BM_AnalyzeKineto(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(ppstream::analyze::analyze_paths({kLargest}).total.step_time_ms);
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kDecompressedBytes));
+  state.SetBytesProcessed(static_cast<int64_t>(static_cast<double>(state.iterations()) * kDecompressedBytes));
 }
 BENCHMARK(BM_AnalyzeKineto)->Unit(benchmark::kMillisecond);
 
