@@ -88,7 +88,8 @@ struct EngineOptions {
 //   is occupied until then.
 // - `strict` ignores the cost model (every duration is zero).
 // Runs one step. Never throws on a deadlock (it is reported in the result); throws
-// std::invalid_argument for structurally broken input (unknown peer rank, etc.).
+// std::invalid_argument for structurally broken input (unknown peer rank, etc.) and for a cost
+// model value that is negative or not finite (the message names rank, index and instruction).
 EngineResult run_engine(const ProgramSet& set, const EngineOptions& opts = {});
 
 // Human-readable deadlock report: every blocked instruction, then the cycle.
