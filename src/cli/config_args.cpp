@@ -1,6 +1,5 @@
 #include "config_args.h"
 
-#include <sstream>
 #include <stdexcept>
 
 namespace ppstream::cli {
@@ -35,19 +34,6 @@ PipelineConfig ConfigArgs::load() const {
   PipelineConfig cfg = load_config_file(path);
   if (!kv.empty()) apply_overrides(cfg, kv);
   return cfg;
-}
-
-std::vector<PlatformKind> parse_platform_list(const std::string& text) {
-  if (text == "all") return {PlatformKind::STRICT, PlatformKind::ASCEND_MINDSPORE, PlatformKind::CPU_SERIAL};
-  std::vector<PlatformKind> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    auto k = parse_platform(item);
-    if (!k) throw std::invalid_argument("--platform " + item + ": expected strict, ascend-mindspore, cpu-serial or all");
-    out.push_back(*k);
-  }
-  return out;
 }
 
 }  // namespace ppstream::cli

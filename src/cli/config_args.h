@@ -17,7 +17,4 @@ struct ConfigArgs {
   PipelineConfig load() const;      // throws ConfigError
 };
 
-// "strict,cpu-serial" or "all" → platforms; throws std::invalid_argument naming the bad entry.
-std::vector<PlatformKind> parse_platform_list(const std::string& text);
-
 }  // namespace ppstream::cli

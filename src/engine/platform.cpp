@@ -2,6 +2,7 @@
 #include "engine/platform.h"
 
 #include <array>
+#include <stdexcept>
 #include <string>
 
 namespace ppstream {
@@ -15,6 +16,21 @@ std::optional<PlatformKind> parse_platform(const std::string& s) {
   for (size_t i = 0; i < kNames.size(); ++i)
     if (s == kNames[i]) return static_cast<PlatformKind>(i);
   return std::nullopt;
+}
+
+std::vector<PlatformKind> parse_platform_list(const std::string& text) {
+  if (text == "all") return {PlatformKind::STRICT, PlatformKind::ASCEND_MINDSPORE, PlatformKind::CPU_SERIAL};
+  std::vector<PlatformKind> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const auto k = parse_platform(item);
+    if (!k) throw std::invalid_argument("platform '" + item + "': expected strict, ascend-mindspore, cpu-serial or all");
+    out.push_back(*k);
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
 }
 
 namespace engine {

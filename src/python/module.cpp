@@ -20,22 +20,6 @@ using namespace ppstream;
 
 namespace {
 
-std::vector<PlatformKind> platforms_of(const std::string& text) {
-  if (text == "all") return {PlatformKind::STRICT, PlatformKind::ASCEND_MINDSPORE, PlatformKind::CPU_SERIAL};
-  std::vector<PlatformKind> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    auto k = parse_platform(item);
-    if (!k) throw std::invalid_argument("platform " + item + ": expected strict, ascend-mindspore, cpu-serial or all");
-    out.push_back(*k);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
 std::string compile_config(PipelineConfig cfg, const std::map<std::string, std::string>& overrides, bool expanded,
                            const std::string& platform) {
   for (const auto& [k, v] : overrides) apply_override(cfg, k, v);
@@ -43,7 +27,7 @@ std::string compile_config(PipelineConfig cfg, const std::map<std::string, std::
   lo.expanded = expanded;
   const ProgramSet set = compile(cfg, lo);
   VerifyOptions vo;
-  vo.platforms = platforms_of(platform);
+  vo.platforms = parse_platform_list(platform);
   const auto violations = verify(set, vo);
   if (!violations.empty()) {
     std::string msg = "verify: " + std::to_string(violations.size()) + " violation(s):";
@@ -84,7 +68,7 @@ PYBIND11_MODULE(_core, m) {
       "verify",
       [](const std::string& programs_json, const std::string& platform) {
         VerifyOptions vo;
-        vo.platforms = platforms_of(platform);
+        vo.platforms = parse_platform_list(platform);
         std::vector<std::string> out;
         for (const Violation& v : verify(parse_json(programs_json), vo)) out.push_back(v.to_string());
         return out;
@@ -95,7 +79,7 @@ PYBIND11_MODULE(_core, m) {
       "verify_text",
       [](const std::string& text, const std::string& platform) {
         VerifyOptions vo;
-        vo.platforms = platforms_of(platform);
+        vo.platforms = parse_platform_list(platform);
         std::vector<std::string> out;
         for (const Violation& v : verify(parse_program_set(text), vo)) out.push_back(v.to_string());
         return out;

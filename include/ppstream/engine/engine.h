@@ -15,6 +15,8 @@ namespace ppstream {
 enum class PlatformKind : uint8_t { STRICT, ASCEND_MINDSPORE, CPU_SERIAL };
 const char* to_string(PlatformKind k);
 std::optional<PlatformKind> parse_platform(const std::string& s);  // "strict", "ascend-mindspore", "cpu-serial"
+// "strict,cpu-serial" or "all" → platforms; throws std::invalid_argument naming the bad entry.
+std::vector<PlatformKind> parse_platform_list(const std::string& text);
 
 // Durations and arrival delays in milliseconds. The default (this base class) is zero cost:
 // the `strict` verification semantics.
