@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,7 @@ struct Blocked {
   std::string text;
   std::string waiting_for;
   std::optional<Rank> waits_on_rank;  // for the waiting cycle
+  std::optional<int32_t> waits_on;    // index in EngineResult::blocked of the head it waits on
 };
 
 struct EngineResult {
@@ -58,6 +60,8 @@ struct EngineResult {
   std::vector<std::vector<InstrTiming>> timing;   // [program index][instr index]
   std::vector<Blocked> blocked;                   // heads of blocked streams when !completed
   std::vector<Rank> cycle;                        // a waiting cycle among blocked ranks, if any
+  std::vector<int32_t> cycle_blocked;             // the same cycle as indices into `blocked`
+                                                  // ((rank, stream) heads; a rank may recur)
   double makespan_ms = 0.0;
   int64_t events_processed = 0;                   // engine events (for throughput benchmarks)
 };

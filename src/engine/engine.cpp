@@ -1,0 +1,291 @@
+// The discrete-event loop: hosts issue in program order, streams run FIFO, and completions
+// are processed in (time, rank, stream, index) order (docs/semantics.md "Execution").
+//
+// Only completions are queued. Everything else (a head becoming ready, a WAIT seeing its
+// event, a BATCH op meeting its mirror, a collective's last arrival) is resolved when it
+// happens, and the completion time it implies (a max over start/post/arrival times plus a
+// duration) is pushed. Times only ever come from max() and +duration, so the result does not
+// depend on processing order; the queue key only makes the order itself reproducible.
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "engine/engine_state.h"
+#include "ppstream/program/format.h"
+
+namespace ppstream {
+namespace engine {
+
+EngineState::EngineState(const ProgramSet& s, const Topology& t, const Platform& p, const CostModel* c,
+                         EngineResult& r)
+    : set(s), topo(t), platform(p), cost(c), res(r) {
+  const size_t n = s.programs.size();
+  host_next.assign(n, 0);
+  host_blocked_on.assign(n, kNone);
+  head.assign(t.stream_list_base.begin(), t.stream_list_base.end() - 1);
+  fired.assign(t.event_first_record.size(), -1.0);
+  posted.assign(t.op_instr.size(), -1.0);
+  matched.assign(t.op_instr.size(), -1.0);
+  batch_left.assign(t.op_instr.size(), 0);
+  batch_last.assign(t.op_instr.size(), 0.0);
+  inst_arrived.assign(t.instances.size(), 0);
+  inst_time.assign(t.instances.size(), 0.0);
+  inst_done.assign(t.instances.size(), 0);
+  res.timing.resize(n);
+  for (size_t p2 = 0; p2 < n; ++p2) res.timing[p2].assign(s.programs[p2].instrs.size(), InstrTiming{});
+}
+
+bool EngineState::arrived_at(int32_t g, int32_t inst) const {
+  const int32_t p = topo.prog_of_global(g);
+  if (timing(p, g - topo.instr_base[p]).start_ms < 0) return false;
+  const CollectiveSlot& slot = topo.coll[topo.aux[g]];
+  for (uint8_t j = 0; j < slot.n; ++j) {
+    if (slot.inst[j] == inst) return true;
+    if (!inst_done[slot.inst[j]]) return false;
+  }
+  return false;
+}
+
+namespace {
+
+class Runner {
+ public:
+  explicit Runner(EngineState& st) : st_(st) {}
+
+  void run() {
+    for (int32_t p = 0; p < st_.topo.programs(); ++p) issue_from(p, 0.0);
+    while (!st_.queue.empty()) {
+      const Completion c = st_.queue.top();
+      st_.queue.pop();
+      ++st_.res.events_processed;
+      complete(c);
+    }
+  }
+
+ private:
+  EngineState& st_;
+
+  const Instr& instr(int32_t p, int32_t i) const { return st_.set.programs[p].instrs[i]; }
+
+  // A cost-model value, checked: a negative or non-finite duration would run time backwards.
+  double checked(double ms, int32_t p, int32_t i, const char* what) const {
+    if (!(ms >= 0.0) || !std::isfinite(ms))
+      throw std::invalid_argument(fmt::format("cost model: {} of r{} #{} {} is {} ms; expected a finite value >= 0",
+                                              what, st_.set.programs[p].rank.v, i, to_text(instr(p, i)), ms));
+    return ms;
+  }
+  double compute_ms(int32_t p, int32_t i) const {
+    return st_.cost ? checked(st_.cost->compute_ms(st_.set.programs[p], instr(p, i)), p, i, "compute_ms") : 0.0;
+  }
+  double batch_ms(int32_t p, int32_t i) const {
+    return st_.cost ? checked(st_.cost->batch_ms(st_.set.programs[p], instr(p, i)), p, i, "batch_ms") : 0.0;
+  }
+  double collective_ms(int32_t p, int32_t i) const {
+    return st_.cost ? checked(st_.cost->collective_ms(st_.set.programs[p], instr(p, i)), p, i, "collective_ms")
+                    : 0.0;
+  }
+  double arrival_ms(int32_t p, int32_t i) const {
+    return st_.cost ? checked(st_.cost->arrival_delay_ms(st_.set.programs[p], instr(p, i)), p, i,
+                              "arrival_delay_ms")
+                    : 0.0;
+  }
+  double external_ms(int32_t p, int32_t i) const {
+    return st_.cost ? checked(st_.cost->external_arrival_ms(st_.set.programs[p], instr(p, i)), p, i,
+                              "external_arrival_ms")
+                    : 0.0;
+  }
+
+  void schedule(int32_t p, int32_t i, double t) {
+    st_.queue.push({t, p, st_.topo.stream_of[st_.topo.global(p, i)], i});
+  }
+
+  // The host issues instructions in program order until one blocks it.
+  void issue_from(int32_t p, double t) {
+    const auto& instrs = st_.set.programs[p].instrs;
+    while (st_.host_next[p] < static_cast<int32_t>(instrs.size())) {
+      const int32_t i = st_.host_next[p]++;
+      st_.timing(p, i).issue_ms = t;
+      if (st_.head_instr(st_.stream_slot(p, i)) == i) make_ready(p, i, t);
+      if (st_.platform.host_blocks(instrs[i])) {
+        st_.host_blocked_on[p] = i;
+        return;
+      }
+    }
+  }
+
+  void make_ready(int32_t p, int32_t i, double t) {
+    st_.timing(p, i).ready_ms = t;
+    try_start(p, i, t);
+  }
+
+  void try_start(int32_t p, int32_t i, double t) {
+    const Instr& in = instr(p, i);
+    InstrTiming& tm = st_.timing(p, i);
+    switch (in.op) {
+      case OpKind::WAIT: {
+        const int32_t e = st_.topo.event_base[p] + st_.topo.aux[st_.topo.global(p, i)];
+        if (st_.platform.events_enforced() && st_.fired[e] < 0) return;  // woken by the RECORD
+        tm.start_ms = t;
+        schedule(p, i, t);
+        return;
+      }
+      case OpKind::BATCH: start_batch(p, i, t); return;
+      case OpKind::UNSHARD:
+      case OpKind::REDUCE_GRAD: start_collective(p, i, t); return;
+      case OpKind::RECORD:
+        tm.start_ms = t;
+        schedule(p, i, t);
+        return;
+      case OpKind::F:
+      case OpKind::B:
+      case OpKind::RESHARD:
+      case OpKind::OPT_STEP:
+        tm.start_ms = t;
+        schedule(p, i, t + compute_ms(p, i));
+        return;
+    }
+  }
+
+  void start_batch(int32_t p, int32_t i, double t) {
+    st_.timing(p, i).start_ms = t;
+    const int32_t g = st_.topo.global(p, i);
+    const auto n = static_cast<int32_t>(instr(p, i).p2p.size());
+    if (n == 0) {
+      schedule(p, i, t + batch_ms(p, i));
+      return;
+    }
+    const int32_t first = st_.topo.aux[g];
+    st_.batch_left[first] = n;
+    st_.batch_last[first] = t;
+    if (st_.platform.batch_matching() == BatchMatching::ALL_AT_ONCE) {
+      for (int32_t k = 0; k < n; ++k) st_.post_work.emplace_back(first + k, t);
+    } else {
+      st_.post_work.emplace_back(first, t);
+    }
+    drain_posts();
+  }
+
+  void drain_posts() {
+    while (!st_.post_work.empty()) {
+      const auto [op, t] = st_.post_work.back();
+      st_.post_work.pop_back();
+      st_.posted[op] = t;
+      const int32_t m = st_.topo.mirror[op];
+      if (m == kNone || st_.posted[m] < 0) continue;
+      const double at = std::max(t, st_.posted[m]);
+      on_matched(op, at);
+      on_matched(m, at);
+    }
+  }
+
+  void on_matched(int32_t op, double t) {
+    st_.matched[op] = t;
+    const int32_t g = st_.topo.op_instr[op];
+    const int32_t first = st_.topo.aux[g];
+    st_.batch_last[first] = std::max(st_.batch_last[first], t);
+    if (--st_.batch_left[first] == 0) {
+      const int32_t p = st_.topo.prog_of_global(g);
+      const int32_t i = g - st_.topo.instr_base[p];
+      schedule(p, i, st_.batch_last[first] + batch_ms(p, i));
+    } else if (st_.platform.batch_matching() == BatchMatching::SERIAL_IN_ORDER) {
+      st_.post_work.emplace_back(op + 1, t);
+    }
+  }
+
+  void start_collective(int32_t p, int32_t i, double t) {
+    st_.timing(p, i).start_ms = t;
+    const int32_t g = st_.topo.global(p, i);
+    const CollectiveSlot& slot = st_.topo.coll[st_.topo.aux[g]];
+    if (slot.n == 0) {
+      // Only the local member is in the set: the others arrive per the straggler model.
+      double delay = arrival_ms(p, i);
+      if (!st_.set.world.expanded) delay = std::max(delay, external_ms(p, i));
+      schedule(p, i, t + delay + collective_ms(p, i));
+      return;
+    }
+    arrive(slot.inst[0], t + arrival_ms(p, i));
+  }
+
+  // A member reached instance `inst` at time t. When the last member arrives, each member
+  // moves on to its next phase (arriving there at the completion time) or completes after
+  // its collective_ms.
+  void arrive(int32_t inst, double t) {
+    st_.inst_time[inst] = std::max(st_.inst_time[inst], t);
+    const CollectiveInstance& ci = st_.topo.instances[inst];
+    if (++st_.inst_arrived[inst] < ci.size) return;
+    st_.inst_done[inst] = 1;
+    const double done = st_.inst_time[inst];
+    for (int32_t j = 0; j < ci.size; ++j) {
+      const int32_t g = st_.topo.instance_members[ci.members_begin + j];
+      const CollectiveSlot& slot = st_.topo.coll[st_.topo.aux[g]];
+      if (slot.n == 2 && slot.inst[0] == inst) {
+        arrive(slot.inst[1], done);
+      } else {
+        const int32_t p = st_.topo.prog_of_global(g);
+        const int32_t i = g - st_.topo.instr_base[p];
+        schedule(p, i, done + collective_ms(p, i));
+      }
+    }
+  }
+
+  void complete(const Completion& c) {
+    const int32_t p = c.prog, i = c.index;
+    st_.timing(p, i).end_ms = c.t;
+    st_.res.makespan_ms = std::max(st_.res.makespan_ms, c.t);
+    const Instr& in = instr(p, i);
+    if (in.op == OpKind::RECORD) fire(p, st_.topo.aux[st_.topo.global(p, i)], c.t);
+    const int32_t slot = st_.topo.stream_base[p] + c.stream;
+    ++st_.head[slot];
+    const int32_t next = st_.head_instr(slot);
+    if (next != kNone && st_.timing(p, next).issue_ms >= 0) make_ready(p, next, c.t);
+    if (st_.host_blocked_on[p] == i) {
+      st_.host_blocked_on[p] = kNone;
+      issue_from(p, c.t);
+    }
+  }
+
+  // RECORD completed: the event fires (first record wins) and WAIT heads on it start.
+  void fire(int32_t p, int32_t local_event, double t) {
+    const int32_t e = st_.topo.event_base[p] + local_event;
+    if (st_.fired[e] >= 0) return;
+    st_.fired[e] = t;
+    for (int32_t slot = st_.topo.stream_base[p]; slot < st_.topo.stream_base[p + 1]; ++slot) {
+      const int32_t h = st_.head_instr(slot);
+      if (h == kNone) continue;
+      const InstrTiming& tm = st_.timing(p, h);
+      if (tm.issue_ms < 0 || tm.start_ms >= 0 || tm.ready_ms < 0) continue;
+      if (instr(p, h).op == OpKind::WAIT && st_.topo.aux[st_.topo.global(p, h)] == local_event) try_start(p, h, t);
+    }
+  }
+};
+
+}  // namespace
+}  // namespace engine
+
+EngineResult run_engine(const ProgramSet& set, const EngineOptions& opts) {
+  const engine::Topology topo = engine::build_topology(set);
+  if (!topo.errors.empty()) {
+    const auto& e = topo.errors.front();
+    const std::string where =
+        e.prog < static_cast<int32_t>(set.programs.size())
+            ? fmt::format("r{}{}", set.programs[e.prog].rank.v, e.instr >= 0 ? fmt::format(" #{}", e.instr) : "")
+            : "set";
+    throw std::invalid_argument(fmt::format("engine: {}: {}{}", where, e.message,
+                                            topo.errors.size() > 1
+                                                ? fmt::format(" (and {} more problems)", topo.errors.size() - 1)
+                                                : ""));
+  }
+  const engine::Platform& platform = engine::platform_for(opts.platform);
+  EngineResult res;
+  engine::EngineState st(set, topo, platform, platform.timed() ? opts.cost : nullptr, res);
+  engine::Runner(st).run();
+  res.completed = true;
+  for (const auto& prog : res.timing)
+    for (const auto& t : prog)
+      if (t.end_ms < 0) res.completed = false;
+  if (!res.completed) engine::diagnose_deadlock(st);
+  return res;
+}
+
+}  // namespace ppstream

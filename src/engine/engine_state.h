@@ -1,0 +1,70 @@
+// EngineState: the mutable state of one engine run (host cursors, stream heads, fired
+// events, P2P posts/matches, collective arrivals) over a fixed Topology. Shared by the event
+// loop (engine.cpp) and the deadlock diagnosis (deadlock.cpp).
+#pragma once
+
+#include <cstdint>
+#include <queue>
+#include <vector>
+
+#include "engine/platform.h"
+#include "engine/topology.h"
+#include "ppstream/engine/engine.h"
+
+namespace ppstream::engine {
+
+// A pending completion. Ordered by (time, rank, stream name, instruction index): programs are
+// sorted by rank and stream ids follow name order, so the key is (t, prog, stream, index).
+struct Completion {
+  double t = 0.0;
+  int32_t prog = 0;
+  uint16_t stream = 0;
+  int32_t index = 0;
+  bool operator>(const Completion& o) const {
+    if (t != o.t) return t > o.t;
+    if (prog != o.prog) return prog > o.prog;
+    if (stream != o.stream) return stream > o.stream;
+    return index > o.index;
+  }
+};
+
+struct EngineState {
+  const ProgramSet& set;
+  const Topology& topo;
+  const Platform& platform;
+  const CostModel* cost;  // nullptr: zero durations (untimed platform or no model)
+  EngineResult& res;
+
+  std::vector<int32_t> host_next;        // per program: next instruction to issue
+  std::vector<int32_t> host_blocked_on;  // per program: instruction the host waits on, or kNone
+  std::vector<int32_t> head;             // per stream slot: position in topo.stream_list
+  std::vector<double> fired;             // per event slot: fire time, < 0 if not fired
+  std::vector<double> posted;            // per op: post time, < 0 if not posted
+  std::vector<double> matched;           // per op: match time, < 0 if not matched
+  std::vector<int32_t> batch_left;       // indexed by a BATCH's first op id: unmatched ops
+  std::vector<double> batch_last;        // indexed by a BATCH's first op id: latest match
+  std::vector<int32_t> inst_arrived;     // per collective instance: members arrived
+  std::vector<double> inst_time;         // per collective instance: latest arrival
+  std::vector<char> inst_done;           // per collective instance: completed
+  std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> queue;
+  std::vector<std::pair<int32_t, double>> post_work;  // ops to post (avoids deep recursion)
+
+  EngineState(const ProgramSet& s, const Topology& t, const Platform& p, const CostModel* c, EngineResult& r);
+
+  InstrTiming& timing(int32_t prog, int32_t index) { return res.timing[prog][index]; }
+  const InstrTiming& timing(int32_t prog, int32_t index) const { return res.timing[prog][index]; }
+  int32_t stream_slot(int32_t prog, int32_t index) const {
+    return topo.stream_base[prog] + topo.stream_of[topo.global(prog, index)];
+  }
+  // Instruction index at the head of a stream slot, or kNone when the stream is drained.
+  int32_t head_instr(int32_t slot) const {
+    return head[slot] < topo.stream_list_base[slot + 1] ? topo.stream_list[head[slot]] : kNone;
+  }
+  // Has the member `g` of instance `inst` arrived there (started, earlier phases complete)?
+  bool arrived_at(int32_t g, int32_t inst) const;
+};
+
+// Fills res.blocked, res.cycle and res.cycle_blocked after the queue ran dry with work left.
+void diagnose_deadlock(const EngineState& st);
+
+}  // namespace ppstream::engine

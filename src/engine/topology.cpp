@@ -1,0 +1,281 @@
+// Builds the static Topology of a ProgramSet: flat ids, streams, events, P2P pairing by
+// channel position and the HSDP collective instances of an expanded set.
+#include "engine/topology.h"
+
+#include <algorithm>
+#include <limits>
+#include <string_view>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace ppstream::engine {
+namespace {
+
+int32_t i32(size_t n) { return static_cast<int32_t>(n); }
+
+bool is_collective(OpKind k) { return k == OpKind::UNSHARD || k == OpKind::REDUCE_GRAD; }
+
+// Ranks, program order and pp_rank consistency (docs/semantics.md "Program set").
+void check_ranks(const ProgramSet& set, Topology& t) {
+  const World& w = set.world;
+  if (w.pp < 1 || w.vpp < 1 || w.shard < 1 || w.replicate < 1)
+    t.errors.push_back({0, kNone,
+                        fmt::format("world pp={} vpp={} shard={} replicate={}: every size must be >= 1",
+                                    w.pp, w.vpp, w.shard, w.replicate)});
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    const Program& prog = set.programs[p];
+    const int32_t pi = i32(p);
+    t.rank_index.emplace_back(prog.rank.v, pi);
+    if (prog.rank.v < 0) t.errors.push_back({pi, kNone, fmt::format("rank r{} is negative", prog.rank.v)});
+    if (p > 0 && !(set.programs[p - 1].rank < prog.rank))
+      t.errors.push_back({pi, kNone,
+                          fmt::format("programs must be sorted by rank with no duplicates: r{} follows r{}",
+                                      prog.rank.v, set.programs[p - 1].rank.v)});
+    if (w.dp() < 1 || w.pp < 1) continue;
+    const int32_t want = w.expanded ? prog.rank.v / w.dp() : prog.rank.v;
+    if (prog.pp_rank != want || prog.pp_rank < 0 || prog.pp_rank >= w.pp)
+      t.errors.push_back({pi, kNone,
+                          fmt::format("r{} has pp_rank {} but the world (pp={} dp={} expanded={}) gives {}",
+                                      prog.rank.v, prog.pp_rank, w.pp, w.dp(), w.expanded ? 1 : 0, want)});
+  }
+  std::sort(t.rank_index.begin(), t.rank_index.end());
+}
+
+// Streams (ids in name order, so the tie-break key "stream name" is the id) and events.
+void index_streams_and_events(const ProgramSet& set, Topology& t) {
+  std::vector<std::string_view> names;
+  std::unordered_map<std::string_view, int32_t> events;
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    const auto& instrs = set.programs[p].instrs;
+    names.clear();
+    for (const Instr& in : instrs)
+      if (std::find(names.begin(), names.end(), std::string_view(in.stream)) == names.end())
+        names.emplace_back(in.stream);
+    std::sort(names.begin(), names.end());
+    if (names.size() > std::numeric_limits<uint16_t>::max())
+      t.errors.push_back({i32(p), kNone, fmt::format("{} streams on one rank (at most 65535)", names.size())});
+    const int32_t sbase = t.stream_base.back();
+    for (auto n : names) t.stream_names.emplace_back(n);
+    t.stream_base.push_back(sbase + i32(names.size()));
+
+    std::vector<int32_t> count(names.size(), 0);
+    events.clear();
+    const int32_t ebase = t.event_base.back();
+    for (size_t i = 0; i < instrs.size(); ++i) {
+      const Instr& in = instrs[i];
+      const auto sid = static_cast<uint16_t>(
+          std::lower_bound(names.begin(), names.end(), std::string_view(in.stream)) - names.begin());
+      t.stream_of.push_back(sid);
+      ++count[sid];
+      int32_t aux = kNone;
+      if (in.op == OpKind::RECORD || in.op == OpKind::WAIT) {
+        auto [it, fresh] = events.emplace(in.event, i32(events.size()));
+        if (fresh) {
+          t.event_first_record.push_back(kNone);
+          t.event_first_use.push_back(i32(i));
+        }
+        aux = it->second;
+        auto& rec = t.event_first_record[ebase + aux];
+        if (in.op == OpKind::RECORD && rec == kNone) rec = i32(i);
+      }
+      t.aux.push_back(aux);
+    }
+    t.event_base.push_back(ebase + i32(events.size()));
+
+    // Stream lists: counting sort of instruction indices by stream.
+    const int32_t lbase = i32(t.stream_list.size());
+    std::vector<int32_t> at(names.size());
+    int32_t run = lbase;
+    for (size_t s = 0; s < names.size(); ++s) {
+      at[s] = run;
+      t.stream_list_base.push_back(run);
+      run += count[s];
+    }
+    t.stream_list.resize(static_cast<size_t>(run));
+    const int32_t gbase = t.instr_base[p];
+    for (size_t i = 0; i < instrs.size(); ++i) t.stream_list[at[t.stream_of[gbase + i]]++] = i32(i);
+  }
+  t.stream_list_base.push_back(i32(t.stream_list.size()));
+}
+
+ChannelList& channel(std::vector<ChannelList>& lists, int32_t peer, bool forward, bool send) {
+  for (auto& l : lists)
+    if (l.peer_prog == peer && l.forward == forward && l.send == send) return l;
+  lists.push_back({peer, forward, send, {}});
+  return lists.back();
+}
+
+// P2P ops get ids; each is paired with the same position on the opposite side's channel.
+void pair_p2p(const ProgramSet& set, Topology& t) {
+  t.channels.resize(set.programs.size());
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    const auto& prog = set.programs[p];
+    for (size_t i = 0; i < prog.instrs.size(); ++i) {
+      const Instr& in = prog.instrs[i];
+      if (in.op != OpKind::BATCH) continue;
+      const int32_t g = t.instr_base[p] + i32(i);
+      t.aux[g] = i32(t.op_instr.size());
+      for (size_t k = 0; k < in.p2p.size(); ++k) {
+        const P2POp& op = in.p2p[k];
+        const int32_t id = i32(t.op_instr.size());
+        t.op_instr.push_back(g);
+        t.op_pos.push_back(i32(k));
+        t.mirror.push_back(kNone);
+        const int32_t peer = t.prog_of_rank(op.peer);
+        if (peer == kNone || peer == i32(p)) {
+          t.errors.push_back({i32(p), i32(i),
+                              fmt::format("{} mb{} s{} names peer r{}, which is {}", to_string(op.kind), op.mb.v,
+                                          op.stage.v, op.peer.v, peer == kNone ? "not in the set" : "itself")});
+          continue;
+        }
+        channel(t.channels[p], peer, is_forward(op.kind), is_send(op.kind)).ops.push_back(id);
+      }
+    }
+  }
+  for (size_t p = 0; p < set.programs.size(); ++p)
+    for (const ChannelList& l : t.channels[p]) {
+      if (!l.send) continue;
+      for (const ChannelList& r : t.channels[l.peer_prog]) {
+        if (r.send || r.peer_prog != i32(p) || r.forward != l.forward) continue;
+        const size_t n = std::min(l.ops.size(), r.ops.size());
+        for (size_t k = 0; k < n; ++k) {
+          t.mirror[l.ops[k]] = r.ops[k];
+          t.mirror[r.ops[k]] = l.ops[k];
+        }
+      }
+    }
+}
+
+// Collective slots; in an expanded set, the k-th collective of each group forms instance k.
+void form_collectives(const ProgramSet& set, Topology& t, bool ranks_ok) {
+  const World& w = set.world;
+  const size_t n = set.programs.size();
+  for (auto kind : {0, 1}) {
+    t.group_seq[kind].assign(n, {});
+    t.group_of[kind].assign(n, kNone);
+  }
+  std::vector<std::pair<int32_t, uint8_t>> pending;  // (global id, phase kinds bitmask)
+  for (size_t p = 0; p < n; ++p) {
+    const auto& prog = set.programs[p];
+    for (size_t i = 0; i < prog.instrs.size(); ++i) {
+      const Instr& in = prog.instrs[i];
+      if (!is_collective(in.op)) continue;
+      const int32_t g = t.instr_base[p] + i32(i);
+      t.aux[g] = i32(t.coll.size());
+      t.coll.push_back({});
+      if (!w.expanded || !ranks_ok) continue;
+      const bool shard_phase = in.op == OpKind::UNSHARD || w.shard > 1;
+      const bool repl_phase = in.op == OpKind::REDUCE_GRAD && w.replicate > 1;
+      if (shard_phase) t.group_seq[0][p].push_back(g);
+      if (repl_phase) t.group_seq[1][p].push_back(g);
+    }
+  }
+  if (!w.expanded || !ranks_ok) return;
+  const int32_t dp = w.dp();
+  for (size_t p = 0; p < n; ++p) {
+    const int32_t r = set.programs[p].rank.v;
+    const int32_t pr = r / dp, sidx = r % w.shard;
+    t.group_of[0][p] = r / w.shard;
+    t.group_of[1][p] = pr * w.shard + sidx;
+  }
+  for (int kind = 0; kind < 2; ++kind) {
+    const auto gk = static_cast<GroupKind>(kind);
+    std::vector<char> done(static_cast<size_t>(kind == 0 ? w.pp * w.replicate : w.pp * w.shard), 0);
+    for (size_t p = 0; p < n; ++p) {
+      if (t.group_seq[kind][p].empty()) continue;
+      const int32_t gid = t.group_of[kind][p];
+      if (done[gid]) continue;
+      done[gid] = 1;
+      std::vector<int32_t> member_prog;
+      bool complete = true;
+      for (Rank m : t.group_ranks(gk, gid)) {
+        const int32_t mp = t.prog_of_rank(m);
+        if (mp == kNone) {
+          t.errors.push_back({i32(p), kNone,
+                              fmt::format("expanded set lacks r{}, a member of the {} group of r{}", m.v,
+                                          to_string(gk), set.programs[p].rank.v)});
+          complete = false;
+        }
+        member_prog.push_back(mp);
+      }
+      if (!complete) continue;
+      size_t rounds = 0;
+      for (int32_t mp : member_prog) rounds = std::max(rounds, t.group_seq[kind][mp].size());
+      for (size_t k = 0; k < rounds; ++k) {
+        const int32_t inst = i32(t.instances.size());
+        t.instances.push_back({gk, gid, i32(k), i32(t.instance_members.size()), i32(member_prog.size())});
+        for (int32_t mp : member_prog) {
+          const auto& seq = t.group_seq[kind][mp];
+          const int32_t g = k < seq.size() ? seq[k] : kNone;
+          t.instance_members.push_back(g);
+          if (g == kNone) continue;
+          CollectiveSlot& slot = t.coll[t.aux[g]];
+          slot.inst[slot.n++] = inst;  // shard phase is formed before the replicate phase
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+const char* to_string(GroupKind k) { return k == GroupKind::SHARD ? "shard" : "replicate"; }
+
+int32_t Topology::prog_of_global(int32_t g) const {
+  auto it = std::upper_bound(instr_base.begin(), instr_base.end(), g);
+  return static_cast<int32_t>(it - instr_base.begin()) - 1;
+}
+
+const Instr& Topology::instr(int32_t g) const {
+  const int32_t p = prog_of_global(g);
+  return set->programs[p].instrs[g - instr_base[p]];
+}
+
+int32_t Topology::prog_of_rank(Rank r) const {
+  auto it = std::lower_bound(rank_index.begin(), rank_index.end(), std::pair<int32_t, int32_t>{r.v, -1});
+  return it != rank_index.end() && it->first == r.v ? it->second : kNone;
+}
+
+std::vector<Rank> Topology::group_ranks(GroupKind kind, int32_t group) const {
+  const World& w = set->world;
+  std::vector<Rank> out;
+  if (kind == GroupKind::SHARD) {
+    const int32_t pr = group / w.replicate, rep = group % w.replicate;
+    for (int32_t j = 0; j < w.shard; ++j) out.emplace_back(pr * w.dp() + rep * w.shard + j);
+  } else {
+    const int32_t pr = group / w.shard, sidx = group % w.shard;
+    for (int32_t j = 0; j < w.replicate; ++j) out.emplace_back(pr * w.dp() + j * w.shard + sidx);
+  }
+  return out;
+}
+
+const std::string& Topology::event_name(int32_t prog, int32_t local) const {
+  return set->programs[prog].instrs[event_first_use[event_base[prog] + local]].event;
+}
+
+Topology build_topology(const ProgramSet& set) {
+  Topology t;
+  t.set = &set;
+  size_t total = 0;
+  t.instr_base.push_back(0);
+  for (const auto& p : set.programs) {
+    total += p.instrs.size();
+    if (total > static_cast<size_t>(std::numeric_limits<int32_t>::max() / 2))
+      throw std::invalid_argument(fmt::format("program set has more than {} instructions",
+                                              std::numeric_limits<int32_t>::max() / 2));
+    t.instr_base.push_back(i32(total));
+  }
+  t.aux.reserve(total);
+  t.stream_of.reserve(total);
+  t.stream_base.push_back(0);
+  t.event_base.push_back(0);
+  check_ranks(set, t);
+  const bool ranks_ok = t.errors.empty();
+  index_streams_and_events(set, t);
+  pair_p2p(set, t);
+  form_collectives(set, t, ranks_ok);
+  return t;
+}
+
+}  // namespace ppstream::engine

@@ -1,0 +1,115 @@
+// Topology: the static structure of a ProgramSet that the engine and the verifier share —
+// flat instruction ids, streams, events, P2P channel pairing and HSDP collective instances.
+// Built once per set in O(instructions); nothing here depends on time or platform.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ppstream/program/ir.h"
+
+namespace ppstream::engine {
+
+inline constexpr int32_t kNone = -1;  // "no such id" inside flat tables (never in the IR)
+
+// A problem that makes the set impossible to run (unknown peer, unsorted ranks, …).
+struct StructuralError {
+  int32_t prog = 0;       // program index
+  int32_t instr = kNone;  // instruction index, kNone when rank-level
+  std::string message;
+};
+
+enum class GroupKind : uint8_t { SHARD, REPLICATE };
+const char* to_string(GroupKind k);
+
+// One ordered P2P channel seen from one side: the ops this program posts towards `peer_prog`
+// in one direction (F or B), in program order. Position k pairs with position k of the
+// opposite side's list (docs/semantics.md: per-channel FIFO).
+struct ChannelList {
+  int32_t peer_prog = 0;
+  bool forward = true;        // SEND_F/RECV_F vs SEND_B/RECV_B
+  bool send = true;           // this side sends
+  std::vector<int32_t> ops;   // op ids
+};
+
+// The k-th collective of one HSDP group: member j is the group's j-th rank (in rank order);
+// `members` holds each member's global instruction id, or kNone if it has no k-th collective.
+struct CollectiveInstance {
+  GroupKind kind = GroupKind::SHARD;
+  int32_t group = 0;           // group id (see group_ranks)
+  int32_t k = 0;               // position in the group's sequence
+  int32_t members_begin = 0;   // into Topology::instance_members
+  int32_t size = 0;            // group size
+};
+
+// The group phases one collective instruction goes through, in order. n == 0: a local
+// collective (non-expanded set, or both groups of size 1).
+struct CollectiveSlot {
+  int32_t inst[2] = {kNone, kNone};
+  uint8_t n = 0;
+};
+
+struct Topology {
+  const ProgramSet* set = nullptr;
+  std::vector<StructuralError> errors;  // non-empty: the engine must not run the set
+
+  // Instructions: global id g = instr_base[prog] + index.
+  std::vector<int32_t> instr_base;      // size programs+1
+  // Per global instruction: BATCH → first op id; RECORD/WAIT → rank-local event id;
+  // UNSHARD/REDUCE_GRAD → collective slot id; otherwise kNone.
+  std::vector<int32_t> aux;
+  std::vector<uint16_t> stream_of;      // rank-local stream id (ids follow name order)
+
+  // Streams: slot = stream_base[prog] + local id; each lists its instruction indices.
+  std::vector<int32_t> stream_base;     // size programs+1
+  std::vector<std::string> stream_names;
+  std::vector<int32_t> stream_list_base;  // size slots+1
+  std::vector<int32_t> stream_list;       // instruction indices (rank-local)
+
+  // Events: slot = event_base[prog] + local id.
+  std::vector<int32_t> event_base;      // size programs+1
+  std::vector<int32_t> event_first_record;  // instruction index of the first RECORD, or kNone
+  std::vector<int32_t> event_first_use;     // first RECORD or WAIT naming it (for its name)
+
+  // P2P ops: op id → owning global instruction and position in its BATCH; the mirror op
+  // paired by channel position (kNone when the other side has fewer ops on the channel).
+  std::vector<int32_t> op_instr;
+  std::vector<int32_t> op_pos;
+  std::vector<int32_t> mirror;
+  std::vector<std::vector<ChannelList>> channels;  // per program
+
+  // Collectives (expanded sets only form instances).
+  std::vector<CollectiveSlot> coll;
+  std::vector<CollectiveInstance> instances;
+  std::vector<int32_t> instance_members;
+  // Per program, per group kind: the program's collective instructions (global ids) in that
+  // group, in program order; group id of the program for each kind.
+  std::vector<std::vector<int32_t>> group_seq[2];
+  std::vector<int32_t> group_of[2];
+
+  std::vector<std::pair<int32_t, int32_t>> rank_index;  // (rank, prog) sorted by rank
+
+  int32_t programs() const { return static_cast<int32_t>(instr_base.size()) - 1; }
+  int32_t global(int32_t prog, int32_t index) const { return instr_base[prog] + index; }
+  int32_t prog_of_global(int32_t g) const;   // O(log programs)
+  const Instr& instr(int32_t g) const;
+  const Program& program(int32_t prog) const { return set->programs[prog]; }
+  int32_t streams(int32_t prog) const { return stream_base[prog + 1] - stream_base[prog]; }
+  const std::string& stream_name(int32_t prog, int32_t local) const {
+    return stream_names[stream_base[prog] + local];
+  }
+  // Program index of a rank, or kNone when the rank is not in the set.
+  int32_t prog_of_rank(Rank r) const;
+  // Ranks of a group (in rank order), from the World formula in docs/semantics.md.
+  std::vector<Rank> group_ranks(GroupKind kind, int32_t group) const;
+  const P2POp& op(int32_t op_id) const { return instr(op_instr[op_id]).p2p[op_pos[op_id]]; }
+  const std::string& event_name(int32_t prog, int32_t local) const;
+};
+
+// Builds the topology. Bad input lands in `errors`; throws std::invalid_argument only when the
+// set has too many instructions for 32-bit ids (over 2^30).
+Topology build_topology(const ProgramSet& set);
+
+}  // namespace ppstream::engine
