@@ -1,0 +1,132 @@
+// The analyzer's public API: metrics of a trace set (names as in DESIGN.md, formulas in
+// docs/analyze.md), the cross-rank PP wait chain, and baseline-vs-optimized diffs.
+// Every result has to_json() (for --json and the Python binding) and to_text().
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ppstream/analyze/timeline.h"
+
+namespace ppstream::analyze {
+
+struct AnalyzeOptions {
+  std::optional<int64_t> step;  // only this step (needs step markers; else TraceError)
+  size_t chains = 3;            // how many of the longest stream waits get a wait chain
+};
+
+// Stream-wait total of one stream of one rank.
+struct StreamMetrics {
+  std::string stream;
+  double busy_ms = 0;    // |union of the stream's non-wait slices|
+  double wait_ms = 0;    // Σ STREAM_WAIT durations on the stream
+  int64_t waits = 0;
+};
+
+// Communication/computation overlap for one class of communication.
+// ratio = overlap_ms / comm_ms where comm and compute are each merged interval unions.
+struct OverlapMetrics {
+  std::string kind;   // "all", "collective", "p2p"
+  std::string group;  // "" for the whole kind
+  double comm_ms = 0;
+  double overlap_ms = 0;   // |comm ∩ compute|
+  double exposed_ms = 0;   // |comm| − |comm ∩ compute|
+  std::optional<double> ratio;  // absent when comm_ms == 0
+};
+
+// One P2P receive's wait (recv issued → data ready = the P2P slice's duration).
+struct P2PWait {
+  Rank rank;
+  std::string stream;
+  std::string name;
+  double start_ms = 0;  // relative to the set's time origin
+  double wait_ms = 0;
+};
+
+// All metrics of one rank over the analyzed window.
+struct RankMetrics {
+  Rank rank;
+  std::optional<int32_t> pp_rank;
+  std::string compute_stream;  // the stream with the most compute time
+  double step_time_ms = 0;     // step-marker duration, else device span of the rank
+  double compute_ms = 0;       // |union of compute slices|
+  double compute_wait_ms = 0;  // Σ stream waits on compute_stream
+  double stream_wait_ms = 0;   // Σ stream waits on all streams
+  double pp_wait_ms = 0;       // Σ P2P receive waits
+  int64_t p2p_recvs = 0;
+  double bubble_ms = 0;        // step_time_ms − compute_ms
+  double bubble_ratio = 0;     // bubble_ms / step_time_ms
+  double reduce_exposed_ms = 0;                // exposed collective time
+  std::optional<double> reduce_overlap_ratio;  // collective overlap ratio
+  std::vector<StreamMetrics> streams;
+  std::vector<OverlapMetrics> overlap;  // "all", "collective", "p2p", then per group
+};
+
+// One step (or the whole trace when there are no markers) across ranks.
+struct StepMetrics {
+  std::optional<int64_t> step;  // absent: whole span
+  double step_time_ms = 0;      // max over ranks
+  std::vector<RankMetrics> ranks;
+};
+
+// One link of a wait chain, e.g. "rank 8192's send was issued 470.1 ms late".
+struct ChainLink {
+  Rank rank;
+  std::string stream;
+  std::string what;     // the slice's name
+  std::string reason;   // one sentence
+  double at_ms = 0;     // when (aligned, relative to the set's origin)
+  double delay_ms = 0;  // wait or lateness this link accounts for
+};
+struct WaitChain {
+  Rank rank;
+  std::string stream;
+  double wait_ms = 0;
+  double at_ms = 0;
+  std::vector<ChainLink> links;  // first: the wait itself; then cause after cause
+};
+
+// A vendor figure reported beside ours, labelled with who computed it.
+struct VendorFigure {
+  std::string source, producer, scope, column;
+  double value_ms = 0;
+};
+
+struct AnalysisResult {
+  std::vector<std::string> sources;
+  std::optional<int64_t> selected_step;
+  StepMetrics total;               // the selected step, or the whole trace
+  std::vector<StepMetrics> steps;  // per step when markers exist
+  std::vector<P2PWait> longest_pp_waits;  // top 10
+  std::vector<WaitChain> chains;
+  std::vector<VendorFigure> vendor;  // step_trace_time.csv columns (Bubble etc.)
+  std::vector<CommOpRecord> comm_ops;
+  std::vector<std::string> producer_metrics;  // our traces' own metric objects, verbatim
+  std::vector<std::string> notes;             // reading assumptions (e.g. rank not in the file)
+  std::string to_json() const;
+  std::string to_text() const;
+};
+
+struct DiffRow {
+  std::string scope;   // "all", "rank 3", "stage 1"
+  std::string metric;  // "step_time_ms", …
+  std::optional<double> baseline, optimized;
+  std::optional<double> change;      // optimized − baseline
+  std::optional<double> change_pct;  // 100 · change / |baseline|
+};
+struct DiffResult {
+  std::vector<std::string> baseline_sources, optimized_sources;
+  std::vector<DiffRow> rows;
+  std::string to_json() const;
+  std::string to_text() const;
+};
+
+AnalysisResult analyze(const TraceSet& set, const AnalyzeOptions& opts = {});
+AnalysisResult analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions& opts = {});
+DiffResult diff(const AnalysisResult& baseline, const AnalysisResult& optimized);
+DiffResult diff_paths(const std::vector<std::string>& baseline,
+                      const std::vector<std::string>& optimized, const AnalyzeOptions& opts = {});
+
+}  // namespace ppstream::analyze

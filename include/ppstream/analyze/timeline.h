@@ -1,0 +1,127 @@
+// The internal timeline model every trace reader maps into and every analysis reads.
+// Times are integer nanoseconds on the producer's clock (exact for µs inputs with 3 decimals);
+// see docs/analyze.md for how each format maps into it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ppstream/program/ir.h"
+
+namespace ppstream::analyze {
+
+// Bad or unknown trace input. The message names the file, the byte offset or event index,
+// the offending value and what was expected.
+struct TraceError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// What a slice occupies its stream with. MEMORY (memcpy/memset) counts neither as compute nor
+// as communication, like Holistic Trace Analysis does.
+enum class SliceKind : uint8_t { COMPUTE, COLLECTIVE, P2P, STREAM_WAIT, HOST, MEMORY };
+const char* to_string(SliceKind k);
+std::optional<SliceKind> parse_slice_kind(std::string_view s);  // "compute", "p2p", …
+
+// Interns strings once at read time so slices hold 4-byte ids; id 0 is always "".
+class StringTable {
+ public:
+  StringTable();
+  uint32_t intern(std::string_view s);
+  const std::string& str(uint32_t id) const { return strings_.at(id); }
+  size_t size() const { return strings_.size(); }
+
+ private:
+  std::deque<std::string> strings_;  // deque: views into it stay valid while it grows
+  std::unordered_map<std::string_view, uint32_t> ids_;
+};
+
+// One P2P operation inside a P2P slice (a BATCH may hold several).
+enum class P2PDir : uint8_t { SEND, RECV };
+// Channels are per (sender, receiver, phase) and FIFO (docs/semantics.md).
+struct P2PPart {
+  P2PDir dir = P2PDir::SEND;
+  Rank peer;
+  char phase = 0;  // 'F' (activations), 'B' (input grads) or 0 when the trace does not say
+};
+
+// One interval on one stream of one rank.
+struct Slice {
+  int64_t start_ns = 0;
+  int64_t dur_ns = 0;
+  uint32_t stream = 0;  // index into RankTimeline::streams
+  SliceKind kind = SliceKind::COMPUTE;
+  uint32_t name = 0;    // interned: our format's canonical instruction text, or the kernel name
+  uint32_t group = 0;   // interned communication group ("" when none or unknown)
+  uint32_t event = 0;   // interned event a STREAM_WAIT waits for ("" when unknown)
+  uint64_t bytes = 0;   // payload bytes of communication, 0 when unknown
+  std::vector<P2PPart> p2p;  // P2P only; empty when the trace does not say (e.g. NCCL SendRecv)
+  int64_t end_ns() const { return start_ns + dur_ns; }
+};
+
+// A device stream (or, for HOST slices, a host lane) of one rank.
+struct StreamInfo {
+  std::string name;  // "compute", "p2p.2", "Stream 3", "stream 7"
+  int64_t id = 0;    // the producer's id (tid / stream number)
+};
+
+// One profiler step window on a rank ("ProfilerStep#551", our "step 3").
+struct StepMarker {
+  int64_t step = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+// Everything known about one rank: its streams, slices sorted by (start, stream), step markers.
+struct RankTimeline {
+  Rank rank;
+  std::optional<int32_t> pp_rank;  // our format's metadata, when given
+  std::string source;              // file the slices came from
+  std::vector<StreamInfo> streams;
+  std::vector<Slice> slices;
+  std::vector<StepMarker> steps;   // sorted by start
+  uint32_t stream_index(std::string_view name, int64_t id);  // finds or adds
+};
+
+// A row of a producer's step_trace_time.csv; values keep the producer's unit (µs).
+struct StepTraceRow {
+  std::string source;
+  std::string producer;               // "MindSpore", "torch_npu" or "unknown"
+  std::string type;                   // "rank", "stage" or "" (per-rank file)
+  std::string index;                  // rank id or stage tuple as written
+  std::optional<int64_t> step;
+  std::vector<std::pair<std::string, double>> values;  // column → value (µs)
+  std::optional<double> get(std::string_view column) const;
+};
+
+// One communication op of an Ascend communication.json (per-rank or cluster form).
+struct CommOpRecord {
+  std::string source;
+  std::string group;   // cluster form: the rank tuple "(0, 1)"; per-rank form: "collective"/"p2p"
+  std::string step;    // "step", "step1", …
+  std::string op;      // "hcom_broadcast__501_0@…"
+  std::string rank;    // rank id as written
+  double elapse_ms = 0, transit_ms = 0, wait_ms = 0, sync_ms = 0, idle_ms = 0;
+  double wait_ratio = 0, sync_ratio = 0;
+};
+
+// All inputs of one analysis, loaded once.
+struct TraceSet {
+  StringTable strings;
+  std::vector<RankTimeline> ranks;          // sorted by rank after loading
+  std::vector<StepTraceRow> step_trace;
+  std::vector<CommOpRecord> comm_ops;
+  std::vector<std::string> sources;         // every file read
+  std::vector<std::string> producer_metrics;  // raw JSON objects from our traces' metadata
+  std::vector<std::string> notes;           // assumptions made while reading, for the report
+  bool global_clock = false;  // all ranks share one clock (our simulator); else align per pair
+  int chrome_files = 0;       // how many Chrome traces went into global_clock
+  RankTimeline& rank(Rank r, const std::string& source);  // finds or adds
+};
+
+}  // namespace ppstream::analyze

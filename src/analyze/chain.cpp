@@ -1,0 +1,278 @@
+// Walks a stream wait back across ranks: wait → the slice whose end released it → for a P2P
+// receive, the peer's matching send (per channel, in order) → why that send started late → …
+#include "chain.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace ppstream::analyze::detail {
+namespace {
+
+double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+struct SliceRef {
+  const RankTimeline* tl = nullptr;
+  size_t index = 0;
+  const Slice& s() const { return tl->slices[index]; }
+};
+
+// Channel key: (sender, receiver, phase).
+using Channel = std::tuple<int32_t, int32_t, char>;
+
+class Walker {
+ public:
+  Walker(const TraceSet& set, int64_t origin) : set_(set), origin_(origin) {
+    tol_ = set.global_clock ? 1000 : 20000;  // ns: same clock vs. clocks aligned per pair
+    for (const auto& tl : set.ranks) {
+      by_rank_[tl.rank.v] = &tl;
+      for (size_t i = 0; i < tl.slices.size(); ++i) {
+        for (const auto& p : tl.slices[i].p2p) {
+          if (p.dir == P2PDir::SEND) sends_[{tl.rank.v, p.peer.v, p.phase}].push_back({&tl, i});
+          else recvs_[{p.peer.v, tl.rank.v, p.phase}].push_back({&tl, i});
+        }
+      }
+    }
+  }
+
+  WaitChain walk(SliceRef wait) {
+    WaitChain c;
+    const Slice& w = wait.s();
+    c.rank = wait.tl->rank;
+    c.stream = stream_name(wait);
+    c.wait_ms = ms(w.dur_ns);
+    c.at_ms = ms(w.start_ns - origin_);
+    const std::string& ev = set_.strings.str(w.event);
+    link(c, wait, fmt::format("{} waited {:.3f} ms{}", c.stream, c.wait_ms,
+                              ev.empty() ? "" : fmt::format(" for event {}", ev)),
+         w.dur_ns);
+    std::set<std::pair<const RankTimeline*, size_t>> seen{{wait.tl, wait.index}};
+    explain_end(c, wait, seen, 0);
+    return c;
+  }
+
+ private:
+  std::string stream_name(SliceRef r) const { return r.tl->streams[r.s().stream].name; }
+
+  void link(WaitChain& c, SliceRef r, std::string reason, int64_t delay_ns, int64_t offset = 0) {
+    c.links.push_back(ChainLink{r.tl->rank, stream_name(r), set_.strings.str(r.s().name),
+                                std::move(reason), ms(r.s().start_ns + offset - origin_),
+                                ms(delay_ns)});
+  }
+
+  static int priority(SliceKind k) {
+    switch (k) {
+      case SliceKind::P2P: return 5;
+      case SliceKind::COLLECTIVE: return 4;
+      case SliceKind::STREAM_WAIT: return 3;
+      case SliceKind::COMPUTE: return 2;
+      default: return 1;
+    }
+  }
+
+  // The slice on another stream of the same rank that ended last before `t` (+ tolerance) and
+  // after `begin`: what released a wait ending at `t`, or what a late issue waited behind.
+  std::optional<SliceRef> releaser(const RankTimeline& tl, uint32_t not_stream, int64_t begin,
+                                   int64_t t) const {
+    std::optional<SliceRef> best;
+    for (size_t i = 0; i < tl.slices.size(); ++i) {
+      const Slice& s = tl.slices[i];
+      if (s.start_ns > t + tol_) break;
+      if (s.stream == not_stream || s.kind == SliceKind::HOST) continue;
+      int64_t e = s.end_ns();
+      if (e > t + tol_ || e < begin) continue;
+      if (!best) {
+        best = SliceRef{&tl, i};
+        continue;
+      }
+      int64_t be = best->s().end_ns();
+      bool later = e > be + tol_;
+      bool tie = !later && e >= be - tol_;
+      if (later || (tie && priority(s.kind) > priority(best->s().kind))) best = SliceRef{&tl, i};
+    }
+    return best;
+  }
+
+  // Median of (recv end − send end) over the channel's matched pairs: both ends wait for the
+  // same transfer, so this maps the sender's clock onto the receiver's.
+  int64_t offset(const Channel& ch) {
+    if (set_.global_clock) return 0;
+    auto it = offsets_.find(ch);
+    if (it != offsets_.end()) return it->second;
+    const auto& s = sends_[ch];
+    const auto& r = recvs_[ch];
+    std::vector<int64_t> d;
+    for (size_t k = 0; k < std::min(s.size(), r.size()); ++k) d.push_back(r[k].s().end_ns() - s[k].s().end_ns());
+    int64_t off = 0;
+    if (!d.empty()) {
+      std::nth_element(d.begin(), d.begin() + static_cast<long>(d.size() / 2), d.end());
+      off = d[d.size() / 2];
+    }
+    return offsets_[ch] = off;
+  }
+
+  void explain_end(WaitChain& c, SliceRef waiting, std::set<std::pair<const RankTimeline*, size_t>>& seen,
+                   int depth) {
+    if (depth > 16) {
+      c.links.push_back(ChainLink{waiting.tl->rank, stream_name(waiting), "", "chain cut after 16 steps", 0, 0});
+      return;
+    }
+    const Slice& w = waiting.s();
+    auto rel = releaser(*waiting.tl, w.stream, w.start_ns, w.end_ns());
+    if (!rel || !seen.insert({rel->tl, rel->index}).second) {
+      c.links.push_back(ChainLink{waiting.tl->rank, stream_name(waiting), "",
+                                  "no slice on another stream ends with it: cause not in the trace",
+                                  ms(w.end_ns() - origin_), 0});
+      return;
+    }
+    const Slice& s = rel->s();
+    const std::string& group = set_.strings.str(s.group);
+    switch (s.kind) {
+      case SliceKind::STREAM_WAIT:
+        link(c, *rel, fmt::format("released when {} stopped waiting{}", stream_name(*rel),
+                                  set_.strings.str(s.event).empty() ? "" : " for " + set_.strings.str(s.event)),
+             s.dur_ns);
+        explain_end(c, *rel, seen, depth + 1);
+        return;
+      case SliceKind::COLLECTIVE:
+        link(c, *rel, fmt::format("{} was running a collective{} for {:.3f} ms", stream_name(*rel),
+                                  group.empty() ? "" : " of group " + group, ms(s.dur_ns)),
+             s.dur_ns);
+        return;
+      case SliceKind::P2P: explain_recv(c, *rel, seen, depth); return;
+      default:
+        link(c, *rel, fmt::format("{} was busy ({}) for {:.3f} ms", stream_name(*rel),
+                                  to_string(s.kind), ms(s.dur_ns)),
+             s.dur_ns);
+        return;
+    }
+  }
+
+  // A P2P receive released the wait: find the peer's matching send and why it was late.
+  void explain_recv(WaitChain& c, SliceRef recv, std::set<std::pair<const RankTimeline*, size_t>>& seen,
+                    int depth) {
+    const Slice& r = recv.s();
+    int32_t me = recv.tl->rank.v;
+    std::optional<SliceRef> send;
+    Channel best_ch{};
+    int64_t late = INT64_MIN;
+    for (const auto& p : r.p2p) {
+      if (p.dir != P2PDir::RECV) continue;
+      Channel ch{p.peer.v, me, p.phase};
+      const auto& rv = recvs_[ch];
+      auto pos = std::find_if(rv.begin(), rv.end(), [&](const SliceRef& x) { return x.tl == recv.tl && x.index == recv.index; });
+      const auto& sv = sends_[ch];
+      size_t k = static_cast<size_t>(pos - rv.begin());
+      if (pos == rv.end() || k >= sv.size()) continue;
+      int64_t l = sv[k].s().start_ns + offset(ch) - r.start_ns;
+      if (l > late) {
+        late = l;
+        send = sv[k];
+        best_ch = ch;
+      }
+    }
+    if (!send) {
+      link(c, recv, r.p2p.empty() ? "P2P transfer; the trace does not name the peer"
+                                  : "receive whose matching send is not in the loaded traces",
+           r.dur_ns);
+      return;
+    }
+    int64_t off = offset(best_ch);
+    int32_t peer = std::get<0>(best_ch);
+    if (late <= tol_) {
+      link(c, recv, fmt::format("received from rank {}; its send was issued in time, the transfer "
+                                "took {:.3f} ms",
+                                peer, ms(r.end_ns() - std::max(r.start_ns, send->s().start_ns + off))),
+           r.dur_ns);
+      return;
+    }
+    link(c, recv, fmt::format("receive from rank {} was ready only when rank {}'s send ran", peer, peer),
+         r.dur_ns);
+    link(c, *send, fmt::format("rank {}'s send was issued {:.3f} ms after rank {} posted the receive",
+                               peer, ms(late), me),
+         late, off);
+    if (!seen.insert({send->tl, send->index}).second) return;
+    // Why did the send start then? Its own stream was waiting (a stream wait ending at its
+    // start) or the host issued it only after something else finished.
+    const RankTimeline& ptl = *send->tl;
+    const Slice& snd = send->s();
+    std::optional<SliceRef> before;
+    for (size_t i = 0; i < ptl.slices.size(); ++i) {
+      const Slice& s = ptl.slices[i];
+      if (s.start_ns > snd.start_ns) break;
+      if (i == send->index || s.stream != snd.stream) continue;
+      if (s.end_ns() >= snd.start_ns - tol_ && s.end_ns() <= snd.start_ns + tol_) before = SliceRef{&ptl, i};
+    }
+    if (before && before->s().kind == SliceKind::STREAM_WAIT && seen.insert({before->tl, before->index}).second) {
+      link(c, *before, fmt::format("rank {}'s {} stream waited {:.3f} ms{} before the send", peer,
+                                   stream_name(*before), ms(before->s().dur_ns),
+                                   set_.strings.str(before->s().event).empty() ? "" : " for " + set_.strings.str(before->s().event)),
+           before->s().dur_ns, off);
+      explain_end(c, *before, seen, depth + 1);
+      return;
+    }
+    // Issued late by the host: the last thing finishing on another stream before the issue.
+    // Window: from when the receive was posted (in the sender's clock) to the send's issue.
+    auto rel = releaser(ptl, snd.stream, r.start_ns - off, snd.start_ns);
+    if (!rel || !seen.insert({rel->tl, rel->index}).second) {
+      c.links.push_back(ChainLink{ptl.rank, stream_name(*send), "",
+                                  "host issued the send late; nothing in the trace explains it",
+                                  ms(snd.start_ns - origin_), 0});
+      return;
+    }
+    const Slice& s = rel->s();
+    if (s.kind == SliceKind::STREAM_WAIT) {
+      link(c, *rel, fmt::format("rank {}'s {} stream was waiting{} until the send could be issued",
+                                peer, stream_name(*rel),
+                                set_.strings.str(s.event).empty() ? "" : " for " + set_.strings.str(s.event)),
+           s.dur_ns, off);
+      explain_end(c, *rel, seen, depth + 1);
+    } else if (s.kind == SliceKind::COLLECTIVE) {
+      const std::string& g = set_.strings.str(s.group);
+      link(c, *rel, fmt::format("rank {}'s {} stream was running a collective{} ({:.3f} ms) until the "
+                                "send could be issued",
+                                peer, stream_name(*rel), g.empty() ? "" : " of group " + g, ms(s.dur_ns)),
+           s.dur_ns, off);
+    } else if (s.kind == SliceKind::P2P) {
+      explain_recv(c, *rel, seen, depth + 1);
+    } else {
+      link(c, *rel, fmt::format("rank {}'s {} stream was busy ({}) until the send could be issued",
+                                peer, stream_name(*rel), to_string(s.kind)),
+           s.dur_ns, off);
+    }
+  }
+
+  const TraceSet& set_;
+  int64_t origin_;
+  int64_t tol_;
+  std::map<int32_t, const RankTimeline*> by_rank_;
+  std::map<Channel, std::vector<SliceRef>> sends_, recvs_;
+  std::map<Channel, int64_t> offsets_;
+};
+
+}  // namespace
+
+std::vector<WaitChain> wait_chains(const TraceSet& set, int64_t lo, int64_t hi, size_t count,
+                                   int64_t origin) {
+  std::vector<SliceRef> waits;
+  for (const auto& tl : set.ranks) {
+    for (size_t i = 0; i < tl.slices.size(); ++i) {
+      const Slice& s = tl.slices[i];
+      if (s.kind == SliceKind::STREAM_WAIT && s.dur_ns > 0 && s.start_ns >= lo && s.start_ns < hi) {
+        waits.push_back({&tl, i});
+      }
+    }
+  }
+  std::sort(waits.begin(), waits.end(), [](const SliceRef& a, const SliceRef& b) {
+    return a.s().dur_ns != b.s().dur_ns ? a.s().dur_ns > b.s().dur_ns : a.tl->rank < b.tl->rank;
+  });
+  if (waits.size() > count) waits.resize(count);
+  Walker walker(set, origin);
+  std::vector<WaitChain> out;
+  for (const auto& w : waits) out.push_back(walker.walk(w));
+  return out;
+}
+
+}  // namespace ppstream::analyze::detail

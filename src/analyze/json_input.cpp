@@ -1,0 +1,205 @@
+// File loading (zlib for .gz) and number helpers shared by the readers.
+#include "json_input.h"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "ppstream/analyze/timeline.h"
+
+namespace ppstream::analyze::detail {
+namespace {
+
+bool is_gzip(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TraceError(fmt::format("{}: cannot open file", path));
+  unsigned char magic[2] = {0, 0};
+  in.read(reinterpret_cast<char*>(magic), 2);
+  return in.gcount() == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+}
+
+// gzip's trailer holds the uncompressed size mod 2^32: a good first allocation.
+size_t gzip_size_hint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  auto size = static_cast<long long>(in.tellg());
+  if (size < 18) return 1 << 16;
+  in.seekg(size - 4);
+  unsigned char b[4] = {0, 0, 0, 0};
+  in.read(reinterpret_cast<char*>(b), 4);
+  size_t isize = size_t{b[0]} | size_t{b[1]} << 8 | size_t{b[2]} << 16 | size_t{b[3]} << 24;
+  return std::max<size_t>(isize, 1 << 16);
+}
+
+simdjson::padded_string load_gzip(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) throw TraceError(fmt::format("{}: cannot open gzip file", path));
+  size_t cap = gzip_size_hint(path);
+  simdjson::padded_string buf(cap);
+  size_t len = 0;
+  for (;;) {
+    if (len == cap) {  // the hint was low (files over 4 GiB or concatenated members): grow
+      size_t next = cap + cap / 2;
+      simdjson::padded_string bigger(next);
+      std::copy(buf.data(), buf.data() + len, bigger.data());
+      buf.swap(bigger);
+      cap = next;
+    }
+    size_t want = std::min<size_t>(cap - len, 1u << 30);
+    int got = gzread(f, buf.data() + len, static_cast<unsigned>(want));
+    if (got < 0) {
+      int err = 0;
+      std::string msg = gzerror(f, &err);
+      gzclose(f);
+      throw TraceError(fmt::format("{}: byte {} of the decompressed stream: gzip error: {}", path,
+                                   len, msg));
+    }
+    if (got == 0) break;
+    len += static_cast<size_t>(got);
+  }
+  gzclose(f);
+  if (len == cap) return buf;
+  simdjson::padded_string exact(len);  // shrink: padded_string has no resize
+  std::copy(buf.data(), buf.data() + len, exact.data());
+  return exact;
+}
+
+}  // namespace
+
+simdjson::padded_string load_file(const std::string& path) {
+  if (is_gzip(path)) return load_gzip(path);
+  auto loaded = simdjson::padded_string::load(path);
+  if (loaded.error()) {
+    throw TraceError(fmt::format("{}: cannot read file: {}", path,
+                                 simdjson::error_message(loaded.error())));
+  }
+  return std::move(loaded).value_unsafe();
+}
+
+std::optional<int64_t> parse_us_to_ns(std::string_view t) {
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
+  if (t.empty()) return std::nullopt;
+  bool neg = t.front() == '-';
+  std::string_view s = neg ? t.substr(1) : t;
+  if (s.find_first_of("eE") != std::string_view::npos) {
+    std::string copy(t);
+    char* end = nullptr;
+    double v = std::strtod(copy.c_str(), &end);
+    if (end != copy.c_str() + copy.size() || !std::isfinite(v)) return std::nullopt;
+    return static_cast<int64_t>(std::llround(v * 1000.0));
+  }
+  size_t dot = s.find('.');
+  std::string_view ip = s.substr(0, dot);
+  std::string_view fp = dot == std::string_view::npos ? std::string_view{} : s.substr(dot + 1);
+  if (ip.empty() && fp.empty()) return std::nullopt;
+  int64_t whole = 0;
+  if (!ip.empty()) {
+    auto r = std::from_chars(ip.data(), ip.data() + ip.size(), whole);
+    if (r.ec != std::errc{} || r.ptr != ip.data() + ip.size()) return std::nullopt;
+  }
+  int64_t frac = 0;
+  int digits = 0;
+  for (char c : fp) {
+    if (c < '0' || c > '9') return std::nullopt;
+    if (digits < 3) {
+      frac = frac * 10 + (c - '0');
+      ++digits;
+    } else if (digits == 3) {  // round half up on the 4th decimal, ignore the rest
+      if (c >= '5') ++frac;
+      ++digits;
+    }
+  }
+  while (digits < 3) {
+    frac *= 10;
+    ++digits;
+  }
+  int64_t ns = whole * 1000 + frac;
+  return neg ? -ns : ns;
+}
+
+std::optional<int64_t> as_int(simdjson::ondemand::value v) {
+  simdjson::ondemand::json_type t;
+  if (v.type().get(t)) return std::nullopt;
+  if (t == simdjson::ondemand::json_type::number) {
+    int64_t i = 0;
+    if (!v.get_int64().get(i)) return i;
+    double d = 0;
+    if (!v.get_double().get(d) && std::isfinite(d) && d == std::floor(d)) {
+      return static_cast<int64_t>(d);
+    }
+    return std::nullopt;
+  }
+  if (t == simdjson::ondemand::json_type::string) {
+    std::string_view s;
+    if (v.get_string().get(s)) return std::nullopt;
+    int64_t i = 0;
+    auto r = std::from_chars(s.data(), s.data() + s.size(), i);
+    if (r.ec == std::errc{} && r.ptr == s.data() + s.size()) return i;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> as_double(simdjson::ondemand::value v) {
+  simdjson::ondemand::json_type t;
+  if (v.type().get(t)) return std::nullopt;
+  if (t == simdjson::ondemand::json_type::number) {
+    double d = 0;
+    if (!v.get_double().get(d)) return d;
+    return std::nullopt;
+  }
+  if (t == simdjson::ondemand::json_type::string) {
+    std::string_view s;
+    if (v.get_string().get(s)) return std::nullopt;
+    std::string copy(s);
+    char* end = nullptr;
+    double d = std::strtod(copy.c_str(), &end);
+    if (!copy.empty() && end == copy.c_str() + copy.size()) return d;
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> as_us_ns(simdjson::ondemand::value v) {
+  simdjson::ondemand::json_type t;
+  if (v.type().get(t)) return std::nullopt;
+  std::string_view text;
+  if (t == simdjson::ondemand::json_type::number) {
+    text = v.raw_json_token();
+  } else if (t == simdjson::ondemand::json_type::string) {
+    if (v.get_string().get(text)) return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  return parse_us_to_ns(text);
+}
+
+std::string where(const std::string& path, const simdjson::padded_string& buf, const char* loc) {
+  if (loc == nullptr || loc < buf.data() || loc > buf.data() + buf.size()) {
+    return fmt::format("{}: ", path);
+  }
+  return fmt::format("{}: byte {}: ", path, loc - buf.data());
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+static bool ieq(char a, char b) {
+  return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+}
+
+bool istarts_with(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), s.begin(), ieq);
+}
+
+bool icontains(std::string_view s, std::string_view needle) {
+  return std::search(s.begin(), s.end(), needle.begin(), needle.end(), ieq) != s.end();
+}
+
+}  // namespace ppstream::analyze::detail

@@ -1,0 +1,233 @@
+// Per-rank metrics over a time window (formulas: docs/analyze.md) and the analyze() driver.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "chain.h"
+#include "intervals.h"
+#include "ppstream/analyze/analyze.h"
+#include "ppstream/analyze/readers.h"
+
+namespace ppstream::analyze {
+using detail::Interval;
+
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+double ms(int64_t ns) { return static_cast<double>(ns) / kNsPerMs; }
+
+bool is_comm(SliceKind k) { return k == SliceKind::COLLECTIVE || k == SliceKind::P2P; }
+
+bool is_recv_wait(const Slice& s) {
+  if (s.kind != SliceKind::P2P) return false;
+  if (s.p2p.empty()) return true;  // direction not recorded (NCCL SendRecv): counted
+  return std::any_of(s.p2p.begin(), s.p2p.end(), [](const P2PPart& p) { return p.dir == P2PDir::RECV; });
+}
+
+// The stream with the most compute time: "compute" in ours, the busiest kernel stream elsewhere.
+uint32_t compute_stream(const RankTimeline& tl) {
+  std::vector<int64_t> busy(tl.streams.size(), 0);
+  for (const auto& s : tl.slices) {
+    if (s.kind == SliceKind::COMPUTE) busy[s.stream] += s.dur_ns;
+  }
+  for (size_t i = 0; i < tl.streams.size(); ++i) {
+    if (tl.streams[i].name == "compute") return static_cast<uint32_t>(i);
+  }
+  return static_cast<uint32_t>(std::max_element(busy.begin(), busy.end()) - busy.begin());
+}
+
+OverlapMetrics overlap_of(std::string kind, std::string group, std::vector<Interval> comm,
+                          const std::vector<Interval>& compute) {
+  OverlapMetrics o;
+  o.kind = std::move(kind);
+  o.group = std::move(group);
+  auto merged = detail::merge(std::move(comm));
+  int64_t c = detail::length(merged);
+  int64_t both = detail::intersection(merged, compute);
+  o.comm_ms = ms(c);
+  o.overlap_ms = ms(both);
+  o.exposed_ms = ms(c - both);
+  if (c > 0) o.ratio = static_cast<double>(both) / static_cast<double>(c);
+  return o;
+}
+
+}  // namespace
+
+namespace detail {
+
+RankMetrics rank_metrics(const TraceSet& set, const RankTimeline& tl, int64_t lo, int64_t hi,
+                         const StepMarker* marker, std::vector<P2PWait>* waits, int64_t origin) {
+  RankMetrics m;
+  m.rank = tl.rank;
+  m.pp_rank = tl.pp_rank;
+  if (tl.streams.empty()) return m;
+  uint32_t cs = compute_stream(tl);
+  m.compute_stream = tl.streams[cs].name;
+  std::vector<Interval> compute, comm_all, coll, p2p;
+  std::map<std::pair<std::string, std::string>, std::vector<Interval>> by_group;
+  std::vector<std::vector<Interval>> busy(tl.streams.size());
+  std::vector<StreamMetrics> streams(tl.streams.size());
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (const auto& s : tl.slices) {
+    if (s.start_ns < lo || s.start_ns >= hi) continue;
+    if (s.kind == SliceKind::HOST) continue;
+    first = std::min(first, s.start_ns);
+    last = std::max(last, s.end_ns());
+    Interval iv{s.start_ns, s.end_ns()};
+    auto& sm = streams[s.stream];
+    if (s.kind == SliceKind::STREAM_WAIT) {
+      sm.wait_ms += ms(s.dur_ns);
+      ++sm.waits;
+      continue;
+    }
+    busy[s.stream].push_back(iv);
+    if (s.kind == SliceKind::COMPUTE) compute.push_back(iv);
+    if (is_comm(s.kind)) {
+      comm_all.push_back(iv);
+      (s.kind == SliceKind::COLLECTIVE ? coll : p2p).push_back(iv);
+      const std::string& g = set.strings.str(s.group);
+      if (!g.empty()) by_group[{to_string(s.kind), g}].push_back(iv);
+    }
+    if (is_recv_wait(s)) {
+      m.pp_wait_ms += ms(s.dur_ns);
+      ++m.p2p_recvs;
+      if (waits) {
+        waits->push_back(P2PWait{tl.rank, tl.streams[s.stream].name, set.strings.str(s.name),
+                                 ms(s.start_ns - origin), ms(s.dur_ns)});
+      }
+    }
+  }
+  auto cmp = detail::merge(std::move(compute));
+  m.compute_ms = ms(detail::length(cmp));
+  for (size_t i = 0; i < streams.size(); ++i) {
+    streams[i].stream = tl.streams[i].name;
+    streams[i].busy_ms = ms(detail::length(detail::merge(std::move(busy[i]))));
+    m.stream_wait_ms += streams[i].wait_ms;
+    if (i == cs) m.compute_wait_ms = streams[i].wait_ms;
+    if (streams[i].busy_ms > 0 || streams[i].waits > 0) m.streams.push_back(streams[i]);
+  }
+  m.overlap.push_back(overlap_of("all", "", std::move(comm_all), cmp));
+  m.overlap.push_back(overlap_of("collective", "", std::move(coll), cmp));
+  m.overlap.push_back(overlap_of("p2p", "", std::move(p2p), cmp));
+  for (auto& [key, ivs] : by_group) m.overlap.push_back(overlap_of(key.first, key.second, std::move(ivs), cmp));
+  m.reduce_exposed_ms = m.overlap[1].exposed_ms;
+  m.reduce_overlap_ratio = m.overlap[1].ratio;
+  if (marker) m.step_time_ms = ms(marker->end_ns - marker->start_ns);
+  else if (last > first) m.step_time_ms = ms(last - first);
+  m.bubble_ms = std::max(0.0, m.step_time_ms - m.compute_ms);
+  m.bubble_ratio = m.step_time_ms > 0 ? m.bubble_ms / m.step_time_ms : 0.0;
+  return m;
+}
+
+}  // namespace detail
+
+namespace {
+
+int64_t set_origin(const TraceSet& set) {
+  int64_t o = INT64_MAX;
+  for (const auto& tl : set.ranks) {
+    if (!tl.slices.empty()) o = std::min(o, tl.slices.front().start_ns);
+  }
+  return o == INT64_MAX ? 0 : o;
+}
+
+// Window of step `step` on a rank: [its marker's start, the next marker's start).
+std::optional<std::pair<int64_t, int64_t>> step_window(const RankTimeline& tl, int64_t step,
+                                                       const StepMarker** marker) {
+  for (size_t i = 0; i < tl.steps.size(); ++i) {
+    if (tl.steps[i].step != step) continue;
+    *marker = &tl.steps[i];
+    int64_t hi = i + 1 < tl.steps.size() ? tl.steps[i + 1].start_ns : INT64_MAX;
+    return std::make_pair(tl.steps[i].start_ns, hi);
+  }
+  return std::nullopt;
+}
+
+StepMetrics step_metrics(const TraceSet& set, int64_t step, std::vector<P2PWait>* waits,
+                         int64_t origin, std::pair<int64_t, int64_t>* window) {
+  StepMetrics sm;
+  sm.step = step;
+  for (const auto& tl : set.ranks) {
+    const StepMarker* marker = nullptr;
+    auto w = step_window(tl, step, &marker);
+    if (!w) continue;
+    if (window) *window = {std::min(window->first, w->first), std::max(window->second, w->second)};
+    sm.ranks.push_back(detail::rank_metrics(set, tl, w->first, w->second, marker, waits, origin));
+    sm.step_time_ms = std::max(sm.step_time_ms, sm.ranks.back().step_time_ms);
+  }
+  return sm;
+}
+
+void add_vendor(const TraceSet& set, AnalysisResult& r) {
+  for (const auto& row : set.step_trace) {
+    std::string scope = row.type.empty() ? row.index : fmt::format("{} {}", row.type, row.index);
+    if (row.step) scope += fmt::format(" step {}", *row.step);
+    for (const auto& [col, v] : row.values) {
+      r.vendor.push_back(VendorFigure{row.source, row.producer, scope, col, v / 1000.0});
+    }
+  }
+}
+
+}  // namespace
+
+AnalysisResult analyze(const TraceSet& set, const AnalyzeOptions& opts) {
+  AnalysisResult r;
+  r.sources = set.sources;
+  r.notes = set.notes;
+  r.selected_step = opts.step;
+  r.producer_metrics = set.producer_metrics;
+  r.comm_ops = set.comm_ops;
+  add_vendor(set, r);
+  int64_t origin = set_origin(set);
+  std::vector<P2PWait> waits;
+  std::pair<int64_t, int64_t> window{INT64_MAX, INT64_MIN};
+  if (opts.step) {
+    r.total = step_metrics(set, *opts.step, &waits, origin, &window);
+    if (r.total.ranks.empty() && !set.ranks.empty()) {
+      std::vector<int64_t> have;
+      for (const auto& tl : set.ranks) {
+        for (const auto& s : tl.steps) have.push_back(s.step);
+      }
+      std::sort(have.begin(), have.end());
+      have.erase(std::unique(have.begin(), have.end()), have.end());
+      throw TraceError(fmt::format("{}: --step {}: no such step marker; the traces have steps [{}]",
+                                   set.sources.empty() ? "analyze" : set.sources.front(), *opts.step,
+                                   fmt::join(have, ", ")));
+    }
+  } else {
+    window = {INT64_MIN, INT64_MAX};
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    for (const auto& tl : set.ranks) {
+      r.total.ranks.push_back(detail::rank_metrics(set, tl, INT64_MIN, INT64_MAX, nullptr, &waits, origin));
+      r.total.step_time_ms = std::max(r.total.step_time_ms, r.total.ranks.back().step_time_ms);
+      for (const auto& s : tl.slices) {
+        if (s.kind == SliceKind::HOST) continue;
+        first = std::min(first, s.start_ns);
+        last = std::max(last, s.end_ns());
+      }
+    }
+    if (set.global_clock && last > first) r.total.step_time_ms = ms(last - first);
+    std::vector<int64_t> steps;
+    for (const auto& tl : set.ranks) {
+      for (const auto& s : tl.steps) steps.push_back(s.step);
+    }
+    std::sort(steps.begin(), steps.end());
+    steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+    for (int64_t s : steps) r.steps.push_back(step_metrics(set, s, nullptr, origin, nullptr));
+  }
+  std::sort(waits.begin(), waits.end(),
+            [](const P2PWait& a, const P2PWait& b) { return a.wait_ms > b.wait_ms; });
+  if (waits.size() > 10) waits.resize(10);
+  r.longest_pp_waits = std::move(waits);
+  r.chains = detail::wait_chains(set, window.first, window.second, opts.chains, origin);
+  return r;
+}
+
+AnalysisResult analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions& opts) {
+  TraceSet set;
+  read_paths(paths, set);
+  return analyze(set, opts);
+}
+
+}  // namespace ppstream::analyze

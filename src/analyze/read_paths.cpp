@@ -1,0 +1,110 @@
+// Decides the format of each input path and hands it to its reader.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "chrome_reader.h"
+#include "json_input.h"
+#include "ppstream/analyze/readers.h"
+
+namespace ppstream::analyze {
+namespace fs = std::filesystem;
+namespace ond = simdjson::ondemand;
+using detail::ends_with;
+
+namespace {
+
+enum class JsonKind { CHROME, CLUSTER_COMM, RANK_COMM };
+
+// Looks at the top level only: '[' or a "traceEvents" key is a Chrome trace; "(0, 1)" keys a
+// cluster communication.json; "step…" keys a per-rank communication.json.
+JsonKind sniff_json(const std::string& path, const simdjson::padded_string& buf) {
+  size_t i = 0;
+  while (i < buf.size() && std::isspace(static_cast<unsigned char>(buf.data()[i]))) ++i;
+  if (i < buf.size() && buf.data()[i] == '[') return JsonKind::CHROME;
+  if (i >= buf.size() || buf.data()[i] != '{') {
+    throw TraceError(fmt::format("{}: byte {}: expected a JSON object or array", path, i));
+  }
+  ond::parser parser;
+  std::string first;
+  try {
+    ond::document doc = parser.iterate(buf);
+    for (auto field : doc.get_object()) {
+      std::string_view key = field.unescaped_key();
+      if (key == "traceEvents") return JsonKind::CHROME;
+      if (first.empty()) first = std::string(key);
+    }
+  } catch (const simdjson::simdjson_error& e) {
+    throw TraceError(fmt::format("{}: malformed JSON ({})", path, e.what()));
+  }
+  if (!first.empty() && first.front() == '(') return JsonKind::CLUSTER_COMM;
+  if (first.rfind("step", 0) == 0) return JsonKind::RANK_COMM;
+  throw TraceError(fmt::format("{}: top-level key '{}': expected \"traceEvents\" (Chrome trace), "
+                               "\"(r0, r1, …)\" (cluster communication.json) or \"stepN\" "
+                               "(communication.json)",
+                               path, first));
+}
+
+bool is_ascend_dir(const fs::path& p) {
+  std::string name = p.filename().string();
+  return ends_with(name, "_ascend_pt") || ends_with(name, "_ascend_ms") ||
+         fs::is_directory(p / "ASCEND_PROFILER_OUTPUT");
+}
+
+void read_one(const fs::path& p, TraceSet& set) {
+  std::string path = p.string();
+  if (fs::is_directory(p)) {
+    if (is_ascend_dir(p)) {
+      read_ascend_dir(path, set);
+      return;
+    }
+    std::vector<fs::path> entries;
+    for (const auto& e : fs::directory_iterator(p)) entries.push_back(e.path());
+    std::sort(entries.begin(), entries.end());
+    size_t used = 0;
+    for (const auto& e : entries) {
+      std::string n = e.filename().string();
+      if (fs::is_directory(e) ? is_ascend_dir(e)
+                              : (ends_with(n, ".json") || ends_with(n, ".json.gz") ||
+                                 ends_with(n, ".csv"))) {
+        read_one(e, set);
+        ++used;
+      }
+    }
+    if (used == 0) {
+      throw TraceError(fmt::format("{}: directory holds no trace (expected *.json, *.json.gz, "
+                                   "*.csv or *_ascend_pt/*_ascend_ms directories)",
+                                   path));
+    }
+    return;
+  }
+  if (!fs::exists(p)) throw TraceError(fmt::format("{}: no such file or directory", path));
+  if (ends_with(path, ".csv")) {
+    read_step_trace_csv(path, "unknown", set);
+    return;
+  }
+  read_chrome_trace(path, set);
+}
+
+}  // namespace
+
+void read_chrome_trace(const std::string& path, TraceSet& set) {
+  auto buf = detail::load_file(path);
+  switch (sniff_json(path, buf)) {
+    case JsonKind::CHROME: detail::read_chrome_buffer(path, buf, set, {}); break;
+    case JsonKind::CLUSTER_COMM:
+    case JsonKind::RANK_COMM: read_communication_json(path, set); break;
+  }
+}
+
+void read_paths(const std::vector<std::string>& paths, TraceSet& set) {
+  if (paths.empty()) throw TraceError("analyze: no input path given");
+  for (const auto& p : paths) read_one(fs::path(p), set);
+  if (set.ranks.empty() && set.step_trace.empty() && set.comm_ops.empty()) {
+    throw TraceError(fmt::format("{}: no device lanes, step-trace rows or communication ops found",
+                                 paths.front()));
+  }
+}
+
+}  // namespace ppstream::analyze

@@ -1,0 +1,64 @@
+// Small helpers of the timeline model: kind names, string interning, lookups.
+#include "ppstream/analyze/timeline.h"
+
+#include <algorithm>
+
+namespace ppstream::analyze {
+
+const char* to_string(SliceKind k) {
+  switch (k) {
+    case SliceKind::COMPUTE: return "compute";
+    case SliceKind::COLLECTIVE: return "collective";
+    case SliceKind::P2P: return "p2p";
+    case SliceKind::STREAM_WAIT: return "stream_wait";
+    case SliceKind::HOST: return "host";
+    case SliceKind::MEMORY: return "memory";
+  }
+  return "?";
+}
+
+std::optional<SliceKind> parse_slice_kind(std::string_view s) {
+  for (SliceKind k : {SliceKind::COMPUTE, SliceKind::COLLECTIVE, SliceKind::P2P,
+                      SliceKind::STREAM_WAIT, SliceKind::HOST, SliceKind::MEMORY}) {
+    if (s == to_string(k)) return k;
+  }
+  return std::nullopt;
+}
+
+StringTable::StringTable() { intern(""); }
+
+uint32_t StringTable::intern(std::string_view s) {
+  auto it = ids_.find(s);
+  if (it != ids_.end()) return it->second;
+  strings_.emplace_back(s);
+  auto id = static_cast<uint32_t>(strings_.size() - 1);
+  ids_.emplace(strings_.back(), id);
+  return id;
+}
+
+uint32_t RankTimeline::stream_index(std::string_view name, int64_t id) {
+  for (size_t i = 0; i < streams.size(); ++i) {
+    if (streams[i].id == id) return static_cast<uint32_t>(i);
+  }
+  streams.push_back(StreamInfo{std::string(name), id});
+  return static_cast<uint32_t>(streams.size() - 1);
+}
+
+std::optional<double> StepTraceRow::get(std::string_view column) const {
+  for (const auto& [k, v] : values) {
+    if (k == column) return v;
+  }
+  return std::nullopt;
+}
+
+RankTimeline& TraceSet::rank(Rank r, const std::string& source) {
+  for (auto& t : ranks) {
+    if (t.rank == r) return t;
+  }
+  ranks.push_back(RankTimeline{});
+  ranks.back().rank = r;
+  ranks.back().source = source;
+  return ranks.back();
+}
+
+}  // namespace ppstream::analyze
