@@ -169,7 +169,10 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
           const std::string path = policies.size() > 1 ? with_suffix(opts.trace_path, to_string(policy)) : opts.trace_path;
           std::ofstream f(path);
           if (!f) throw std::invalid_argument("simulate: cannot write " + path);
-          write_chrome_trace(f, s, run, model, replica0, to_string(policy));
+          const SimMetrics& m = pr.metrics;
+          write_chrome_trace(f, s, run, model, replica0,
+                             fmt::format(R"({{"policy":"{}","step_time_ms":{},"bubble_ratio":{},"reduce_exposed_ms":{}}})",
+                                         to_string(policy), m.step_time_ms, m.bubble_ratio, m.reduce_exposed_ms));
         }
         firsts.push_back(std::move(run));
       }

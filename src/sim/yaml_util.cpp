@@ -34,8 +34,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }  // namespace
 
 void fail(const std::string& section, const std::string& key, const YAML::Node& node, const std::string& expected) {
-  const std::string line = node.IsDefined() && node.Mark().line >= 0 ? fmt::format(" (line {} of the section)", node.Mark().line + 1) : "";
-  throw ConfigError(fmt::format("config: {}.{}={}{}: expected {}", section, key, show(node), line, expected));
+  // No line number: the loader keeps the section re-dumped, so its lines are not the file's.
+  throw ConfigError(fmt::format("config: {}.{}={}: expected {}", section, key, show(node), expected));
 }
 
 YAML::Node load_section(const std::string& section, const std::string& text) {
@@ -60,8 +60,8 @@ void check_keys(const std::string& section, const YAML::Node& map, const std::ve
       if (const size_t d = edit_distance(key, a); d < best_d) best_d = d, best = a;
     std::string known;
     for (const std::string& a : allowed) known += (known.empty() ? "" : ", ") + a;
-    throw ConfigError(fmt::format("config: {}.{} (line {} of the section): unknown key{}; known keys: {}", section, key,
-                                  kv.first.Mark().line + 1, best.empty() ? "" : "; did you mean " + best + "?", known));
+    throw ConfigError(fmt::format("config: {}.{}: unknown key{}; known keys: {}", section, key,
+                                  best.empty() ? "" : "; did you mean " + best + "?", known));
   }
 }
 

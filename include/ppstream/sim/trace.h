@@ -17,13 +17,14 @@ namespace ppstream::sim {
 // Which programs to draw (cluster mode draws one pipeline replica by default).
 using ProgramFilter = std::function<bool(const Program&)>;
 
-// Chrome trace event format ("JSON Object Format": {"traceEvents": [...]}, ts/dur in µs):
-//   ph "M" process_name "r3 (pp 3)" / thread_name = stream; ph "X" slices with cat
-//   compute | p2p | collective | wait, args {text, index, …}. A collective issued on `compute`
-//   is drawn on a thread "<stream>:hccl" and the compute stream shows EVENT_WAIT meanwhile,
-//   as on Ascend (HCCL runs on its own stream; CommHandle.wait blocks the current one).
+// Chrome trace JSON in ppstream's own trace format (analyze::TraceWriter, docs/analyze.md), so
+// `ppstream analyze` reads it back: pid = rank, tid = stream, slice names = canonical text with
+// the rank, args.kind compute | p2p | collective | stream_wait. A collective issued on `compute`
+// is drawn on a stream "compute:hccl" while compute shows EVENT_WAIT (event "CommHandle.wait"),
+// as on Ascend (HCCL runs on its own stream; CommHandle.wait blocks the current one).
+// `metrics_json` (an object, may be empty) is stored as the producer's metrics.
 void write_chrome_trace(std::ostream& out, const ProgramSet& set, const EngineResult& run, const CostModel& cost,
-                        const ProgramFilter& filter = {}, const std::string& label = "");
+                        const ProgramFilter& filter = {}, const std::string& metrics_json = "");
 
 // One panel of the SVG: a title and a run.
 struct SvgPanel {
