@@ -263,6 +263,19 @@ class Runner {
 }  // namespace
 }  // namespace engine
 
+EngineResult engine::run_on_topology(const ProgramSet& set, const Topology& topo, const EngineOptions& opts) {
+  const Platform& platform = platform_for(opts.platform);
+  EngineResult res;
+  EngineState st(set, topo, platform, platform.timed() ? opts.cost : nullptr, res);
+  Runner(st).run();
+  res.completed = true;
+  for (const auto& prog : res.timing)
+    for (const auto& t : prog)
+      if (t.end_ms < 0) res.completed = false;
+  if (!res.completed) diagnose_deadlock(st);
+  return res;
+}
+
 EngineResult run_engine(const ProgramSet& set, const EngineOptions& opts) {
   const engine::Topology topo = engine::build_topology(set);
   if (!topo.errors.empty()) {
@@ -276,16 +289,7 @@ EngineResult run_engine(const ProgramSet& set, const EngineOptions& opts) {
                                                 ? fmt::format(" (and {} more problems)", topo.errors.size() - 1)
                                                 : ""));
   }
-  const engine::Platform& platform = engine::platform_for(opts.platform);
-  EngineResult res;
-  engine::EngineState st(set, topo, platform, platform.timed() ? opts.cost : nullptr, res);
-  engine::Runner(st).run();
-  res.completed = true;
-  for (const auto& prog : res.timing)
-    for (const auto& t : prog)
-      if (t.end_ms < 0) res.completed = false;
-  if (!res.completed) engine::diagnose_deadlock(st);
-  return res;
+  return engine::run_on_topology(set, topo, opts);
 }
 
 }  // namespace ppstream

@@ -64,6 +64,10 @@ struct EngineState {
   bool arrived_at(int32_t g, int32_t inst) const;
 };
 
+// Runs the engine on a topology already built (and free of errors) for `set`; lets the
+// verifier share one topology between its static rules and its deadlock runs.
+EngineResult run_on_topology(const ProgramSet& set, const Topology& topo, const EngineOptions& opts);
+
 // Fills res.blocked, res.cycle and res.cycle_blocked after the queue ran dry with work left.
 void diagnose_deadlock(const EngineState& st);
 

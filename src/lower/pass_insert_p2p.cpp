@@ -9,14 +9,10 @@
 #include <tuple>
 
 #include "passes.h"
-#include "ppstream/schedule/unit_time.h"
+#include "ppstream/schedule/schedule.h"
 
 namespace ppstream::lower {
 namespace {
-
-// Unit-time durations used only to order transfers: a backward costs about two forwards.
-constexpr int64_t kFSlots = 1;
-constexpr int64_t kBSlots = 2;
 
 using TransferKey = std::tuple<int64_t, int32_t, int32_t, bool>;  // finish, producer stage, mb, backward
 
@@ -34,11 +30,11 @@ ProgramSet insert_p2p(const ProgramSet& in, const PipelineConfig& cfg) {
   for (size_t r = 0; r < in.programs.size(); ++r)
     for (const Instr& i : in.programs[r].instrs)
       if (i.op == OpKind::F || i.op == OpKind::B) order[r].push_back({i.op == OpKind::B, i.mb, i.stage});
-  const UnitTimes times = run_unit_time(order, pp, S, kFSlots, kBSlots);
+  const UnitTimeline times = simulate_unit_time(order);
   std::map<std::tuple<bool, int32_t, int32_t>, int64_t> finish;  // (bwd, mb, stage) → slot
   for (size_t r = 0; r < order.size(); ++r)
     for (size_t k = 0; k < order[r].size(); ++k)
-      finish[{order[r][k].backward, order[r][k].mb.v, order[r][k].stage.v}] = times.finish[r][k];
+      finish[{order[r][k].backward, order[r][k].mb.v, order[r][k].stage.v}] = times.slot[r][k] + 1;
 
   auto rank_of = [&](int32_t stage) { return stage % pp; };
   auto key_of = [&](const P2POp& op) -> TransferKey {

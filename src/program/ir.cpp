@@ -43,6 +43,18 @@ std::optional<P2PKind> parse_p2p_kind(const std::string& s) {
   return std::nullopt;
 }
 
+std::optional<ReducePolicy> parse_reduce_policy(const std::string& s) {
+  for (auto p : {ReducePolicy::NONE, ReducePolicy::INLINE, ReducePolicy::ASYNC})
+    if (s == to_string(p)) return p;
+  return std::nullopt;
+}
+
+std::optional<DPMode> parse_dp_mode(const std::string& s) {
+  for (auto m : {DPMode::NONE, DPMode::FSDP, DPMode::HSDP})
+    if (s == to_string(m)) return m;
+  return std::nullopt;
+}
+
 bool is_send(P2PKind k) { return k == P2PKind::SEND_F || k == P2PKind::SEND_B; }
 bool is_forward(P2PKind k) { return k == P2PKind::SEND_F || k == P2PKind::RECV_F; }
 

@@ -1,68 +1,157 @@
-// Unit-time execution of a compute order (see unit_time.h): a fixed-point sweep over ranks.
-#include "ppstream/schedule/unit_time.h"
-
+// The unit-time replay of a compute order (model in schedule.h) and the views built on it:
+// the rank × slot grid, idle slots and the bubble ratio. One dependency rule, used by all three.
+#include <algorithm>
 #include <map>
+#include <numeric>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+
+#include "ppstream/schedule/schedule.h"
 
 namespace ppstream {
+namespace {
 
-UnitTimes run_unit_time(const ComputeOrder& order, int32_t pp, int32_t num_stages, int64_t f_slots,
-                        int64_t b_slots) {
-  UnitTimes t;
-  const size_t ranks = order.size();
-  t.start.resize(ranks);
-  t.finish.resize(ranks);
-  for (size_t r = 0; r < ranks; ++r) {
-    t.start[r].assign(order[r].size(), -1);
-    t.finish[r].assign(order[r].size(), -1);
+using Key = std::tuple<bool, int32_t, int32_t>;  // (backward, mb, stage)
+
+std::string name(const Key& k) {
+  return to_string(ComputeAction{std::get<0>(k), Microbatch{std::get<1>(k)}, Stage{std::get<2>(k)}});
+}
+
+int32_t num_stages(const ComputeOrder& order) {
+  int32_t max_stage = -1;
+  for (const auto& actions : order)
+    for (const ComputeAction& a : actions) max_stage = std::max(max_stage, a.stage.v);
+  return max_stage + 1;
+}
+
+// Dependencies of an action under the unit-time model (see schedule.h).
+std::vector<Key> deps_of(const ComputeAction& a, int32_t stages) {
+  std::vector<Key> deps;
+  if (!a.backward) {
+    if (a.stage.v > 0) deps.emplace_back(false, a.mb.v, a.stage.v - 1);
+  } else {
+    deps.emplace_back(false, a.mb.v, a.stage.v);
+    if (a.stage.v + 1 < stages) deps.emplace_back(true, a.mb.v, a.stage.v + 1);
   }
-  // finish time per (backward?, mb, stage), filled as actions run.
-  std::map<std::tuple<bool, int32_t, int32_t>, int64_t> done;
-  std::vector<size_t> next(ranks, 0);
-  std::vector<int64_t> free_at(ranks, 0);
-  size_t remaining = 0;
-  for (const auto& o : order) remaining += o.size();
-  while (remaining > 0) {
-    bool progressed = false;
-    for (size_t r = 0; r < ranks; ++r) {
+  return deps;
+}
+
+void check_placement(const ComputeOrder& order) {
+  const auto pp = static_cast<int32_t>(order.size());
+  std::map<Key, size_t> seen;
+  for (size_t r = 0; r < order.size(); ++r) {
+    for (size_t i = 0; i < order[r].size(); ++i) {
+      const ComputeAction& a = order[r][i];
+      std::string where = "order[r" + std::to_string(r) + "][" + std::to_string(i) + "] = " + to_string(a);
+      if (a.mb.v < 0 || a.stage.v < 0)
+        throw std::invalid_argument("unit-time simulation: " + where + " has a negative microbatch or stage");
+      if (a.stage.v % pp != static_cast<int32_t>(r))
+        throw std::invalid_argument("unit-time simulation: " + where + " runs stage " + std::to_string(a.stage.v) +
+                                    ", which lives on PP rank " + std::to_string(a.stage.v % pp) + " (stage % pp)");
+      if (!seen.emplace(Key{a.backward, a.mb.v, a.stage.v}, r).second)
+        throw std::invalid_argument("unit-time simulation: " + where + " appears more than once");
+    }
+  }
+}
+
+}  // namespace
+
+UnitTimeline simulate_unit_time(const ComputeOrder& order) {
+  check_placement(order);
+  const int32_t stages = num_stages(order);
+  UnitTimeline tl;
+  tl.slot.resize(order.size());
+  std::map<Key, int64_t> finished;  // action → the slot it ran in
+  std::vector<size_t> next(order.size(), 0);
+  std::vector<int64_t> free_at(order.size(), 0);  // first slot the rank is free
+  // A rank's next action can be placed once its dependencies are placed; its slot is then
+  // final (ranks are sequential and nothing else competes), so sweeping until no rank moves
+  // gives the as-early-as-possible timeline.
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (size_t r = 0; r < order.size(); ++r) {
       while (next[r] < order[r].size()) {
         const ComputeAction& a = order[r][next[r]];
-        int64_t ready = free_at[r];
-        auto need = [&](bool bwd, int32_t stage) -> bool {
-          auto it = done.find({bwd, a.mb.v, stage});
-          if (it == done.end()) return false;
-          ready = std::max(ready, it->second);
-          return true;
-        };
-        bool ok = true;
-        if (!a.backward && a.stage.v > 0) ok = need(false, a.stage.v - 1);
-        if (a.backward) {
-          ok = need(false, a.stage.v);
-          if (ok && a.stage.v + 1 < num_stages) ok = need(true, a.stage.v + 1);
+        int64_t start = free_at[r];
+        bool ready = true;
+        for (const Key& d : deps_of(a, stages)) {
+          auto it = finished.find(d);
+          if (it == finished.end()) {
+            ready = false;
+            break;
+          }
+          start = std::max(start, it->second + 1);
         }
-        if (!ok) break;
-        const int64_t end = ready + (a.backward ? b_slots : f_slots);
-        t.start[r][next[r]] = ready;
-        t.finish[r][next[r]] = end;
-        free_at[r] = end;
-        done[{a.backward, a.mb.v, a.stage.v}] = end;
-        t.makespan = std::max(t.makespan, end);
+        if (!ready) break;
+        finished[Key{a.backward, a.mb.v, a.stage.v}] = start;
+        tl.slot[r].push_back(start);
+        free_at[r] = start + 1;
+        tl.makespan = std::max(tl.makespan, start + 1);
         ++next[r];
-        --remaining;
-        progressed = true;
+        progress = true;
       }
     }
-    if (!progressed) {
-      std::string stuck;
-      for (size_t r = 0; r < ranks; ++r)
-        if (next[r] < order[r].size())
-          stuck += " rank " + std::to_string(r) + " at " + to_string(order[r][next[r]]) + ";";
-      throw std::invalid_argument("schedule: compute order cannot complete (pp=" + std::to_string(pp) +
-                                  "), stuck:" + stuck);
-    }
   }
-  return t;
+  std::string blocked;
+  for (size_t r = 0; r < order.size(); ++r) {
+    if (next[r] == order[r].size()) continue;
+    const ComputeAction& a = order[r][next[r]];
+    blocked += "; r" + std::to_string(r) + " at " + to_string(a) + " waits for";
+    for (const Key& d : deps_of(a, stages))
+      if (!finished.count(d)) blocked += " " + name(d);
+  }
+  if (!blocked.empty())
+    throw std::invalid_argument("unit-time simulation: the order cannot complete" + blocked);
+  return tl;
+}
+
+std::vector<int64_t> idle_slots(const ComputeOrder& order) {
+  const UnitTimeline tl = simulate_unit_time(order);
+  std::vector<int64_t> idle;
+  for (const auto& actions : order) idle.push_back(tl.makespan - static_cast<int64_t>(actions.size()));
+  return idle;
+}
+
+double bubble_ratio_unit(const ComputeOrder& order, int32_t vpp) {
+  const auto pp = static_cast<int32_t>(order.size());
+  const int32_t stages = num_stages(order);
+  if (vpp < 1 || stages != pp * vpp)
+    throw std::invalid_argument("bubble_ratio_unit: vpp=" + std::to_string(vpp) + " but the order has " +
+                                std::to_string(stages) + " stages on " + std::to_string(pp) +
+                                " ranks (expected pp*vpp stages)");
+  const std::vector<int64_t> idle = idle_slots(order);
+  int64_t busy = 0;
+  for (const auto& actions : order) busy += static_cast<int64_t>(actions.size());
+  if (busy == 0) throw std::invalid_argument("bubble_ratio_unit: the order has no actions");
+  const int64_t total_idle = std::accumulate(idle.begin(), idle.end(), int64_t{0});
+  return static_cast<double>(total_idle) / static_cast<double>(busy);
+}
+
+std::string format_grid(const ComputeOrder& order) {
+  const UnitTimeline tl = simulate_unit_time(order);
+  const auto slots = static_cast<size_t>(tl.makespan);
+  std::vector<std::vector<std::string>> cells(order.size(), std::vector<std::string>(slots, "."));
+  size_t width = std::to_string(slots == 0 ? 0 : slots - 1).size();
+  for (size_t r = 0; r < order.size(); ++r)
+    for (size_t i = 0; i < order[r].size(); ++i) {
+      std::string& c = cells[r][static_cast<size_t>(tl.slot[r][i])];
+      c = to_string(order[r][i]);
+      width = std::max(width, c.size());
+    }
+  const size_t label = ("r" + std::to_string(order.empty() ? 0 : order.size() - 1)).size();
+  auto row = [&](const std::string& head, const std::vector<std::string>& cols) {
+    std::string line = head + std::string(label - head.size(), ' ');
+    for (const std::string& c : cols) line += " " + c + std::string(width - c.size(), ' ');
+    line.erase(line.find_last_not_of(' ') + 1);
+    return line + "\n";
+  };
+  std::vector<std::string> header;
+  for (size_t t = 0; t < slots; ++t) header.push_back(std::to_string(t));
+  std::string out = row("", header);
+  for (size_t r = 0; r < order.size(); ++r) out += row("r" + std::to_string(r), cells[r]);
+  return out;
 }
 
 }  // namespace ppstream

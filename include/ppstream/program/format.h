@@ -8,10 +8,28 @@
 //   r3 reduce REDUCE_GRAD s7
 //
 // Lines of one rank keep their relative order (= program order); ranks may interleave.
+//
+// Grammar (one instruction per line, tokens separated by spaces or tabs):
+//   header  := "world pp=<n> vpp=<n> shard=<n> replicate=<n> expanded=0|1
+//               mode=none|fsdp|hsdp policy=none|inline|async"   (keys in this order, n >= 1;
+//               exactly once, before any instruction; policy=none iff mode=none)
+//   line    := "r<rank> <stream> " op
+//   op      := "F mb<m> s<s>" | "B mb<m> s<s>" | "BATCH{" p2p ("; " p2p)* "}"
+//            | "RECORD <event>" | "WAIT <event>" | "UNSHARD s<s>" | "RESHARD s<s>"
+//            | "REDUCE_GRAD s<s>" | "OPT_STEP"
+//   p2p     := "SEND_F|SEND_B mb<m> s<s> ->r<q>" | "RECV_F|RECV_B mb<m> s<s> <-r<q>"
+//   stream  := [a-z][a-z0-9_.]*        event := printable ASCII without spaces and ;{}
+// Numbers are non-negative decimal int32. A line whose first non-blank character is `#` is a
+// comment. The parsers check syntax only (plus pp_rank in JSON); meaning is the verifier's job.
+// Program::pp_rank is derived: pp_rank_of(rank, world). Programs are sorted by rank.
+// parse(print(p)) == p holds for sets whose programs are sorted, non-empty (a rank without
+// instructions has no line, so text drops it; JSON keeps it), carry the derived pp_rank, use
+// valid names and leave the fields their kinds do not use at their defaults.
 #pragma once
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "ppstream/program/ir.h"
 
@@ -22,19 +40,31 @@ class ParseError : public std::runtime_error {
   using std::runtime_error::runtime_error;  // "<origin>:<line>: <what was expected>"
 };
 
+// The printers print only the fields an instruction's kind uses and never throw; names are
+// checked by the parsers (a stream or event name outside the grammar does not parse back).
 std::string to_text(const P2POp& op);                  // "SEND_B mb15 s7 ->r2"
 std::string to_text(const Instr& i);                   // "compute B mb15 s7" (no rank)
 std::string to_text(Rank r, const Instr& i);           // "r3 compute B mb15 s7"
 std::string to_text(const ProgramSet& set);            // world line + every rank's lines
-std::string to_text(const ProgramSet& set, Rank only); // world line + that rank's lines
+std::string to_text(const ProgramSet& set, Rank only); // world line + that rank's lines;
+                                                       // std::invalid_argument if rank absent
+std::string to_text_header(const ProgramSet& set);     // "world pp=4 … policy=async" (no newline)
+// Throws ParseError "<origin>:<line>: expected <what>, got '<token>'".
 ProgramSet parse_program_set(const std::string& text, const std::string& origin = "<text>");
 // Parses one instruction line "r3 compute B mb15 s7"; throws ParseError.
 std::pair<Rank, Instr> parse_instr_line(const std::string& line, const std::string& origin = "<text>", int line_no = 1);
+
+bool is_valid_stream_name(std::string_view name);  // [a-z][a-z0-9_.]*
+bool is_valid_event_name(std::string_view name);   // non-empty printable ASCII, no space or ;{}
 
 // JSON: {"format":"ppstream.programs/1","world":{...},"mode":"hsdp","policy":"async",
 //        "programs":[{"rank":3,"pp_rank":3,"instrs":[{"stream":"compute","op":"B","mb":15,
 //        "stage":7,"text":"r3 compute B mb15 s7"}, {"op":"BATCH","p2p":[{"kind":"SEND_B",
 //        "mb":15,"stage":7,"peer":2}],...}, {"op":"RECORD","event":"..."}]}]}
+// `world.expanded` is a JSON bool; "text" is optional on input but must equal the canonical
+// line when present; unknown keys and keys the op does not use are rejected. parse_json throws
+// ParseError "<origin>: <path>: expected <what>, got <json>", e.g. path programs[2].instrs[17].op,
+// or "<origin>: byte <n>: …" for malformed JSON.
 std::string to_json(const ProgramSet& set, int indent = -1);
 ProgramSet parse_json(const std::string& json_text, const std::string& origin = "<json>");
 

@@ -111,6 +111,10 @@ const char* to_string(ReducePolicy p);
 const char* to_string(DPMode m);
 std::optional<OpKind> parse_op_kind(const std::string& s);
 std::optional<P2PKind> parse_p2p_kind(const std::string& s);
+std::optional<ReducePolicy> parse_reduce_policy(const std::string& s);  // "none" | "inline" | "async"
+std::optional<DPMode> parse_dp_mode(const std::string& s);              // "none" | "fsdp" | "hsdp"
+// PP rank of a rank of the set: rank / dp when the set is expanded, else the rank itself.
+inline int32_t pp_rank_of(Rank r, const World& w) { return w.expanded ? r.v / w.dp() : r.v; }
 bool is_send(P2PKind k);
 bool is_forward(P2PKind k);
 

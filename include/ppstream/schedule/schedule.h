@@ -21,20 +21,51 @@ struct ComputeAction {
 // order[pp_rank] = that rank's compute actions in execution order.
 using ComputeOrder = std::vector<std::vector<ComputeAction>>;
 
+// The generators throw std::invalid_argument naming the value when pp, vpp or microbatches
+// is below 1 (or, for the interleaved schedule, microbatches is not a multiple of pp).
+//
 // GPipe: all forwards, then all backwards in microbatch order (torch's ScheduleGPipe).
 ComputeOrder schedule_gpipe(int32_t pp, int32_t microbatches);
-// 1F1B (PipeDream-flush): warm-up of pp-1-r forwards, steady 1F1B, cool-down backwards.
+// 1F1B (PipeDream-flush): warm-up of min(pp-1-r, m) forwards, steady 1F1B, cool-down backwards.
 ComputeOrder schedule_1f1b(int32_t pp, int32_t microbatches);
-// Megatron-LM interleaved 1F1B (Narayanan et al., SC'21, §2.2): chunk c of rank r is stage
-// c*pp + r; microbatches in groups of pp per chunk; warm-up (pp-r-1)*2 + (v-1)*pp forwards.
-// Requires microbatches % pp == 0 (validated by config).
+// Megatron-LM interleaved 1F1B (Narayanan et al., SC'21, §2.2; Megatron-LM
+// forward_backward_pipelining_with_interleaving): chunk c of rank r is stage c*pp + r. The k-th
+// forward of a rank (k = 0 .. m*v-1) runs chunk (k % (pp*v)) / pp on microbatch
+// (k / (pp*v))*pp + k % pp; the k-th backward the same microbatch on chunk v-1 - (k % (pp*v))/pp.
+// Warm-up min((pp-r-1)*2 + (v-1)*pp, m*v) forwards, then pairs (forward k+warm-up, backward k),
+// then the remaining backwards. With v = 1 this is still that formula (warm-up 2*(pp-r-1)), not
+// schedule_1f1b. Requires microbatches % pp == 0 (also validated by config).
 ComputeOrder schedule_interleaved_1f1b(int32_t pp, int32_t vpp, int32_t microbatches);
-// Dispatch on cfg.schedule.
+// Dispatch on cfg.schedule. Throws ConfigError when gpipe/1f1b get pipeline_parallel_interleave_num > 1.
 ComputeOrder make_schedule(const PipelineConfig& cfg);
 
 std::string to_string(const ComputeAction& a);  // "3F1", "15B7"
-// Grid view (rows = ranks, columns = time slots assuming unit compute and free P2P),
-// the view torch's validation errors print.
+
+// --- Unit-time model: a dependency-only replay used by format_grid and the bubble figures ---
+// Every action takes one slot (F = B = 1 slot per virtual stage; real backwards cost ~2x, which
+// this model deliberately ignores), P2P is free, a rank runs its actions in its order, each in
+// the earliest slot after its predecessor on the rank and after its dependencies finished:
+//   F(mb,s) needs F(mb,s-1) (s > 0); B(mb,s) needs F(mb,s) and, unless s is the last stage,
+//   B(mb,s+1). The number of stages S is (largest stage in the order) + 1.
+struct UnitTimeline {
+  std::vector<std::vector<int64_t>> slot;  // slot[r][i]: the slot in which order[r][i] runs
+  int64_t makespan = 0;                    // slots until the last action of any rank finished
+};
+// Throws std::invalid_argument when an action runs on the wrong rank (stage % pp != r), appears
+// twice, or the order cannot complete (the message lists every blocked rank and what it waits for).
+UnitTimeline simulate_unit_time(const ComputeOrder& order);
+// idle[r] = makespan - (actions of rank r): the slots rank r does no compute within the step.
+std::vector<int64_t> idle_slots(const ComputeOrder& order);
+// Bubble ratio as Narayanan et al. (SC'21, §2.2) define it: bubble time / ideal compute time
+// = sum of idle slots / sum of busy slots over all ranks. Expected values (F = B = 1 slot):
+// 1F1B and GPipe (p-1)/m; Megatron interleaved (p-1)/(v*m). As a fraction of the whole step
+// the 1F1B value is (p-1)/(m+p-1) = idle / makespan. `vpp` must match the order
+// (S == pp*vpp, else std::invalid_argument).
+double bubble_ratio_unit(const ComputeOrder& order, int32_t vpp);
+
+// Grid view of simulate_unit_time: a header row of slot numbers, then one row per rank
+// ("r0 0F0 1F0 .   0B0 …"), cells "3F1" or "." for idle, left-aligned to a common width,
+// trailing blanks trimmed — the view torch's validation errors print.
 std::string format_grid(const ComputeOrder& order);
 
 }  // namespace ppstream

@@ -13,6 +13,9 @@
 //   reshard-once       each sharded stage: exactly one UNSHARD and one RESHARD per step
 //   send-before-reduce (async) no reduction wait on compute before the stage's last SEND_B batch
 //   drain              every REDUCE_GRAD happens-before OPT_STEP; exactly one OPT_STEP per rank
+//   structure          the set can be run at all (sorted ranks, known peers, pp_rank, groups);
+//                      when violated, the deadlock rule is not checked
+// docs/verify.md lists each rule with an example message.
 #pragma once
 
 #include <string>
@@ -29,6 +32,7 @@ struct Violation {
   int32_t index = -1;       // instruction index in the rank's program, -1 if rank-level
   std::string stream;
   std::string message;      // includes the offending instruction(s) in canonical text
+  std::string after_pass;   // VerifyOptions::after_pass, printed by to_string when non-empty
   std::string to_string() const;  // "verify: r3 #17 reduce: [event] WAIT ... (after pass X)"
 };
 

@@ -1,0 +1,138 @@
+// Canonical text printer of programs: the one spelling shared by golden files, traces and
+// verifier messages. The parser (parse_text.cpp) reads exactly this form back.
+#include <stdexcept>
+#include <string>
+
+#include "ppstream/program/format.h"
+
+namespace ppstream {
+namespace {
+
+void append_int(std::string& out, const char* prefix, int32_t v) {
+  out += prefix;
+  out += std::to_string(v);
+}
+
+void append_p2p(std::string& out, const P2POp& op) {
+  out += to_string(op.kind);
+  append_int(out, " mb", op.mb.v);
+  append_int(out, " s", op.stage.v);
+  append_int(out, is_send(op.kind) ? " ->r" : " <-r", op.peer.v);
+}
+
+// Appends "<stream> <OP> <args>"; only the fields the kind uses are printed.
+void append_instr(std::string& out, const Instr& i) {
+  out += i.stream;
+  out += ' ';
+  out += to_string(i.op);
+  switch (i.op) {
+    case OpKind::F:
+    case OpKind::B:
+      append_int(out, " mb", i.mb.v);
+      append_int(out, " s", i.stage.v);
+      break;
+    case OpKind::BATCH:
+      out += '{';
+      for (size_t k = 0; k < i.p2p.size(); ++k) {
+        if (k > 0) out += "; ";
+        append_p2p(out, i.p2p[k]);
+      }
+      out += '}';
+      break;
+    case OpKind::RECORD:
+    case OpKind::WAIT:
+      out += ' ';
+      out += i.event;
+      break;
+    case OpKind::UNSHARD:
+    case OpKind::RESHARD:
+    case OpKind::REDUCE_GRAD:
+      append_int(out, " s", i.stage.v);
+      break;
+    case OpKind::OPT_STEP:
+      break;
+  }
+}
+
+void append_program(std::string& out, const Program& p) {
+  for (const Instr& i : p.instrs) {
+    append_int(out, "r", p.rank.v);
+    out += ' ';
+    append_instr(out, i);
+    out += '\n';
+  }
+}
+
+}  // namespace
+
+std::string to_text(const P2POp& op) {
+  std::string out;
+  append_p2p(out, op);
+  return out;
+}
+
+std::string to_text(const Instr& i) {
+  std::string out;
+  append_instr(out, i);
+  return out;
+}
+
+std::string to_text(Rank r, const Instr& i) {
+  std::string out;
+  append_int(out, "r", r.v);
+  out += ' ';
+  append_instr(out, i);
+  return out;
+}
+
+std::string to_text_header(const ProgramSet& set) {
+  const World& w = set.world;
+  std::string out = "world";
+  append_int(out, " pp=", w.pp);
+  append_int(out, " vpp=", w.vpp);
+  append_int(out, " shard=", w.shard);
+  append_int(out, " replicate=", w.replicate);
+  out += w.expanded ? " expanded=1" : " expanded=0";
+  out += " mode=";
+  out += to_string(set.mode);
+  out += " policy=";
+  out += to_string(set.policy);
+  return out;
+}
+
+std::string to_text(const ProgramSet& set) {
+  std::string out = to_text_header(set) + '\n';
+  for (const Program& p : set.programs) append_program(out, p);
+  return out;
+}
+
+std::string to_text(const ProgramSet& set, Rank only) {
+  for (const Program& p : set.programs) {
+    if (p.rank != only) continue;
+    std::string out = to_text_header(set) + '\n';
+    append_program(out, p);
+    return out;
+  }
+  throw std::invalid_argument("to_text: rank r" + std::to_string(only.v) +
+                              " is not in the program set");
+}
+
+bool is_valid_stream_name(std::string_view name) {
+  if (name.empty() || name[0] < 'a' || name[0] > 'z') return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool is_valid_event_name(std::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name) {
+    bool printable = c > ' ' && c < 0x7f;
+    if (!printable || c == ';' || c == '{' || c == '}') return false;
+  }
+  return true;
+}
+
+}  // namespace ppstream

@@ -1,0 +1,259 @@
+// Parser of the canonical program text (grammar in format.h). Hand-written over string_view:
+// golden files and expanded sets can hold millions of lines, and every error must name the
+// line and the offending token.
+#include <charconv>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ppstream/program/format.h"
+
+namespace ppstream {
+namespace {
+
+bool is_blank(char c) { return c == ' ' || c == '\t'; }
+bool ends_word(char c) { return is_blank(c) || c == ';' || c == '{' || c == '}'; }
+
+// Reads the tokens of one line; every failure throws ParseError naming origin:line.
+class LineScanner {
+ public:
+  LineScanner(std::string_view line, const std::string& origin, int line_no)
+      : line_(line), origin_(origin), line_no_(line_no) {}
+
+  [[noreturn]] void fail(std::string_view expected, std::string_view got) const {
+    std::string msg = origin_ + ":" + std::to_string(line_no_) + ": expected ";
+    msg += expected;
+    msg += ", got ";
+    if (got.empty()) {
+      msg += "end of line";
+    } else {
+      msg += '\'';
+      msg += got;
+      msg += '\'';
+    }
+    throw ParseError(msg);
+  }
+
+  void skip_blanks() {
+    while (pos_ < line_.size() && is_blank(line_[pos_])) ++pos_;
+  }
+  bool at_end() {
+    skip_blanks();
+    return pos_ >= line_.size();
+  }
+  // Next run of characters up to a blank or one of ;{} (empty at such a character).
+  std::string_view word() {
+    skip_blanks();
+    size_t start = pos_;
+    while (pos_ < line_.size() && !ends_word(line_[pos_])) ++pos_;
+    return line_.substr(start, pos_ - start);
+  }
+  // Next run of characters up to a blank (for event names, whose errors show the whole token).
+  std::string_view token() {
+    skip_blanks();
+    size_t start = pos_;
+    while (pos_ < line_.size() && !is_blank(line_[pos_])) ++pos_;
+    return line_.substr(start, pos_ - start);
+  }
+  // What an error shows when the expected word is missing: the rest of the token, if any.
+  std::string_view peek_token() {
+    skip_blanks();
+    size_t end = pos_;
+    while (end < line_.size() && !is_blank(line_[end])) ++end;
+    return line_.substr(pos_, end - pos_);
+  }
+  bool consume(char c) {
+    skip_blanks();
+    if (pos_ < line_.size() && line_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  void expect_end() {
+    if (!at_end()) fail("end of line", line_.substr(pos_));
+  }
+
+  // "<prefix><digits>" → the number; `what` describes the expectation in errors.
+  int32_t prefixed_int(std::string_view prefix, std::string_view what) {
+    std::string_view w = word();
+    if (w.empty()) fail(what, peek_token());
+    if (w.substr(0, prefix.size()) != prefix) fail(what, w);
+    auto n = parse_uint(w.substr(prefix.size()));
+    if (!n) fail(what, w);
+    return *n;
+  }
+
+  // Non-negative decimal int32, digits only.
+  static std::optional<int32_t> parse_uint(std::string_view digits) {
+    if (digits.empty() || digits[0] < '0' || digits[0] > '9') return std::nullopt;
+    int32_t v = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+    if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+    return v;
+  }
+
+ private:
+  std::string_view line_;
+  size_t pos_ = 0;
+  const std::string& origin_;
+  int line_no_;
+};
+
+constexpr std::string_view kMb = "mb<microbatch> (e.g. mb3)";
+constexpr std::string_view kStage = "s<stage> (e.g. s7)";
+
+P2POp parse_p2p(LineScanner& sc) {
+  P2POp op;
+  std::string_view kind = sc.word();
+  auto k = parse_p2p_kind(std::string(kind));
+  if (!k) sc.fail("a P2P op (SEND_F, RECV_F, SEND_B, RECV_B)", kind.empty() ? sc.peek_token() : kind);
+  op.kind = *k;
+  op.mb = Microbatch{sc.prefixed_int("mb", kMb)};
+  op.stage = Stage{sc.prefixed_int("s", kStage)};
+  bool send = is_send(op.kind);
+  std::string_view arrow = send ? "->r" : "<-r";
+  std::string what = std::string(send ? "'->r<peer>' after " : "'<-r<peer>' after ") + to_string(op.kind);
+  op.peer = Rank{sc.prefixed_int(arrow, what)};
+  return op;
+}
+
+Instr parse_op(LineScanner& sc) {
+  Instr in;
+  std::string_view stream = sc.word();
+  if (!is_valid_stream_name(stream))
+    sc.fail("a stream name [a-z][a-z0-9_.]*", stream.empty() ? sc.peek_token() : stream);
+  in.stream = std::string(stream);
+  std::string_view op = sc.word();
+  auto kind = parse_op_kind(std::string(op));
+  if (!kind)
+    sc.fail("an op (F, B, BATCH, RECORD, WAIT, UNSHARD, RESHARD, REDUCE_GRAD, OPT_STEP)",
+            op.empty() ? sc.peek_token() : op);
+  in.op = *kind;
+  switch (in.op) {
+    case OpKind::F:
+    case OpKind::B:
+      in.mb = Microbatch{sc.prefixed_int("mb", kMb)};
+      in.stage = Stage{sc.prefixed_int("s", kStage)};
+      break;
+    case OpKind::BATCH:
+      if (!sc.consume('{')) sc.fail("'{' after BATCH", sc.peek_token());
+      for (;;) {
+        in.p2p.push_back(parse_p2p(sc));
+        if (sc.consume('}')) break;
+        if (!sc.consume(';')) sc.fail("';' or '}' after a P2P op", sc.peek_token());
+      }
+      break;
+    case OpKind::RECORD:
+    case OpKind::WAIT: {
+      std::string_view ev = sc.token();
+      if (!is_valid_event_name(ev)) sc.fail("an event name (printable, no spaces or ;{})", ev);
+      in.event = std::string(ev);
+      break;
+    }
+    case OpKind::UNSHARD:
+    case OpKind::RESHARD:
+    case OpKind::REDUCE_GRAD:
+      in.stage = Stage{sc.prefixed_int("s", kStage)};
+      break;
+    case OpKind::OPT_STEP:
+      break;
+  }
+  sc.expect_end();
+  return in;
+}
+
+std::pair<Rank, Instr> parse_line(LineScanner& sc) {
+  Rank r{sc.prefixed_int("r", "r<rank> (e.g. r3) or 'world'")};
+  Instr in = parse_op(sc);
+  return {r, std::move(in)};
+}
+
+// "<key>=<value>" with the key required in this position of the header.
+std::string_view header_value(LineScanner& sc, std::string_view key, std::string_view what) {
+  std::string_view w = sc.word();
+  if (w.size() <= key.size() || w.substr(0, key.size()) != key || w[key.size()] != '=')
+    sc.fail(what, w.empty() ? sc.peek_token() : w);
+  return w.substr(key.size() + 1);
+}
+
+int32_t header_int(LineScanner& sc, std::string_view key) {
+  std::string what = std::string(key) + "=<integer >= 1>";
+  std::string_view v = header_value(sc, key, what);
+  auto n = LineScanner::parse_uint(v);
+  if (!n || *n < 1) sc.fail(what, std::string(key) + "=" + std::string(v));
+  return *n;
+}
+
+void parse_header(LineScanner& sc, ProgramSet& set) {
+  sc.word();  // "world", checked by the caller
+  World& w = set.world;
+  w.pp = header_int(sc, "pp");
+  w.vpp = header_int(sc, "vpp");
+  w.shard = header_int(sc, "shard");
+  w.replicate = header_int(sc, "replicate");
+  std::string_view exp = header_value(sc, "expanded", "expanded=0|1");
+  if (exp != "0" && exp != "1") sc.fail("expanded=0|1", "expanded=" + std::string(exp));
+  w.expanded = exp == "1";
+  std::string_view mode = header_value(sc, "mode", "mode=none|fsdp|hsdp");
+  auto m = parse_dp_mode(std::string(mode));
+  if (!m) sc.fail("mode=none|fsdp|hsdp", "mode=" + std::string(mode));
+  set.mode = *m;
+  std::string_view policy = header_value(sc, "policy", "policy=none|inline|async");
+  auto p = parse_reduce_policy(std::string(policy));
+  if (!p) sc.fail("policy=none|inline|async", "policy=" + std::string(policy));
+  if ((*p == ReducePolicy::NONE) != (set.mode == DPMode::NONE))
+    sc.fail(set.mode == DPMode::NONE ? "policy=none with mode=none" : "policy=inline|async with a DP mode",
+            "policy=" + std::string(policy));
+  set.policy = *p;
+  sc.expect_end();
+}
+
+}  // namespace
+
+std::pair<Rank, Instr> parse_instr_line(const std::string& line, const std::string& origin, int line_no) {
+  LineScanner sc(line, origin, line_no);
+  return parse_line(sc);
+}
+
+ProgramSet parse_program_set(const std::string& text, const std::string& origin) {
+  ProgramSet set;
+  bool have_header = false;
+  std::map<int32_t, Program> by_rank;  // sorted by rank as the set requires
+  std::string_view rest = text;
+  int line_no = 0;
+  while (!rest.empty()) {
+    size_t nl = rest.find('\n');
+    std::string_view line = rest.substr(0, nl);
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    LineScanner sc(line, origin, line_no);
+    if (sc.at_end()) continue;
+    std::string_view first = sc.peek_token();
+    if (first[0] == '#') continue;
+    if (first == "world") {
+      if (have_header) sc.fail("one 'world' line per program set", "world (a second one)");
+      parse_header(sc, set);
+      have_header = true;
+      continue;
+    }
+    if (!have_header) sc.fail("the 'world pp=… policy=…' line before any instruction", first);
+    auto [rank, instr] = parse_line(sc);
+    Program& p = by_rank[rank.v];
+    p.rank = rank;
+    p.instrs.push_back(std::move(instr));
+  }
+  if (!have_header)
+    throw ParseError(origin + ":" + std::to_string(line_no + 1) +
+                     ": expected a 'world pp=… policy=…' line, got end of input");
+  set.programs.reserve(by_rank.size());
+  for (auto& [r, p] : by_rank) {
+    p.pp_rank = pp_rank_of(p.rank, set.world);
+    set.programs.push_back(std::move(p));
+  }
+  return set;
+}
+
+}  // namespace ppstream

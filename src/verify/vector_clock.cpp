@@ -1,0 +1,38 @@
+// Vector clocks for one rank, in program order (see vector_clock.h).
+#include "verify/vector_clock.h"
+
+#include <algorithm>
+
+namespace ppstream::verify_detail {
+
+RankClocks::RankClocks(const engine::Topology& t, int32_t prog) {
+  const auto& instrs = t.program(prog).instrs;
+  n_ = static_cast<size_t>(t.streams(prog));
+  const size_t events = static_cast<size_t>(t.event_base[prog + 1] - t.event_base[prog]);
+  clock_.assign(instrs.size() * n_, 0);
+  stream_.resize(instrs.size());
+  own_.resize(instrs.size());
+  std::vector<int32_t> cur(n_ * n_, 0);         // [stream * n_ + stream]
+  std::vector<int32_t> event_clock(events * n_, 0);
+  std::vector<char> recorded(events, 0);
+  for (size_t i = 0; i < instrs.size(); ++i) {
+    const int32_t g = t.global(prog, static_cast<int32_t>(i));
+    const size_t s = t.stream_of[g];
+    int32_t* c = &cur[s * n_];
+    const Instr& in = instrs[i];
+    if (in.op == OpKind::WAIT && recorded[t.aux[g]]) {
+      const int32_t* e = &event_clock[static_cast<size_t>(t.aux[g]) * n_];
+      for (size_t k = 0; k < n_; ++k) c[k] = std::max(c[k], e[k]);
+    }
+    ++c[s];
+    stream_[i] = static_cast<uint16_t>(s);
+    own_[i] = c[s];
+    std::copy(c, c + n_, &clock_[i * n_]);
+    if (in.op == OpKind::RECORD && !recorded[t.aux[g]]) {
+      recorded[t.aux[g]] = 1;
+      std::copy(c, c + n_, &event_clock[static_cast<size_t>(t.aux[g]) * n_]);
+    }
+  }
+}
+
+}  // namespace ppstream::verify_detail

@@ -1,0 +1,90 @@
+// The verifier's driver: builds the shared topology once, runs every rule (structure, deadlock
+// per platform, then the static rules) and returns all violations; also the message format.
+#include "ppstream/verify/verify.h"
+
+#include <fmt/format.h>
+
+#include "ppstream/program/format.h"
+#include "verify/report.h"
+
+namespace ppstream {
+
+std::string Violation::to_string() const {
+  std::string out = fmt::format("verify: r{}", rank.v);
+  if (index >= 0) out += fmt::format(" #{}", index);
+  if (!stream.empty()) out += " " + stream;
+  out += fmt::format(": [{}] {}", rule, message);
+  if (!after_pass.empty()) out += fmt::format(" (after pass {})", after_pass);
+  return out;
+}
+
+namespace verify_detail {
+
+void Report::add(const char* rule, int32_t prog, int32_t index, std::string message) {
+  Violation v;
+  v.rule = rule;
+  if (prog >= 0 && prog < static_cast<int32_t>(set_.programs.size())) {
+    v.rank = set_.programs[prog].rank;
+    if (index >= 0) {
+      v.index = index;
+      v.stream = instr(prog, index).stream;
+    }
+  }
+  v.message = std::move(message);
+  v.after_pass = opts_.after_pass;
+  out_.push_back(std::move(v));
+}
+
+std::string op_text(const Instr& i) {
+  std::string t = to_text(i);
+  if (t.size() > i.stream.size() && t.compare(0, i.stream.size(), i.stream) == 0 && t[i.stream.size()] == ' ')
+    t.erase(0, i.stream.size() + 1);
+  return t;
+}
+
+std::string ordinal(size_t n) {
+  const char* suffix = (n % 100 >= 11 && n % 100 <= 13) ? "th"
+                       : n % 10 == 1                    ? "st"
+                       : n % 10 == 2                    ? "nd"
+                       : n % 10 == 3                    ? "rd"
+                                                        : "th";
+  return fmt::format("{}{}", n, suffix);
+}
+
+std::string Report::local(int32_t prog, int32_t index) const {
+  return fmt::format("{} (#{} {})", op_text(instr(prog, index)), index, instr(prog, index).stream);
+}
+
+std::string Report::remote(int32_t prog, int32_t index) const {
+  return fmt::format("r{} #{} {}", rank(prog).v, index, to_text(instr(prog, index)));
+}
+
+std::string Report::op(int32_t prog, int32_t index) const { return op_text(instr(prog, index)); }
+
+void check_structure(const engine::Topology& topo, Report& rep) {
+  for (const auto& e : topo.errors) rep.add("structure", e.prog, e.instr, e.message);
+}
+
+}  // namespace verify_detail
+
+std::vector<Violation> verify(const ProgramSet& set, const VerifyOptions& opts) {
+  using namespace verify_detail;
+  std::vector<Violation> out;
+  Report rep(set, opts, out);
+  const engine::Topology topo = engine::build_topology(set);
+  check_structure(topo, rep);
+  const World& w = set.world;
+  if (w.pp < 1 || w.vpp < 1 || w.shard < 1 || w.replicate < 1) return out;  // nothing else is defined
+  if (topo.errors.empty()) check_deadlock(topo, opts.platforms, rep);
+  check_p2p_fifo(topo, rep);
+  check_batch_shape(topo, rep);
+  check_collective_order(topo, rep);
+  check_events(topo, rep);
+  check_happens_before(topo, rep);
+  check_once(topo, rep);
+  check_send_before_reduce(topo, rep);
+  check_drain_count(topo, rep);
+  return out;
+}
+
+}  // namespace ppstream

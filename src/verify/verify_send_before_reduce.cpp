@@ -1,0 +1,66 @@
+// Rule `send-before-reduce` (policy async): on the compute stream, no REDUCE_GRAD and no WAIT of
+// an event recorded on the `reduce` stream may come, in program order, before the BATCH that
+// sends the input grad of a stage's last backward — otherwise the reduction's straggler tail
+// delays the downstream rank's backward (the problem this project exists to fix).
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "verify/report.h"
+
+namespace ppstream::verify_detail {
+namespace {
+
+constexpr const char* kCompute = "compute";
+constexpr const char* kReduce = "reduce";
+
+struct LastSend {
+  int32_t batch = kNone;  // BATCH holding SEND_B of the stage's last backward
+  int32_t b = kNone;      // that backward
+};
+
+}  // namespace
+
+void check_send_before_reduce(const engine::Topology& t, Report& rep) {
+  if (t.set->policy != ReducePolicy::ASYNC) return;
+  for (int32_t p = 0; p < t.programs(); ++p) {
+    const auto& instrs = t.program(p).instrs;
+    std::map<int32_t, int32_t> last_b;  // stage → index of its last B in program order
+    for (size_t k = 0; k < instrs.size(); ++k)
+      if (instrs[k].op == OpKind::B) last_b[instrs[k].stage.v] = static_cast<int32_t>(k);
+    std::vector<LastSend> sends;
+    for (const auto& [s, b] : last_b) {
+      const Microbatch mb = instrs[b].mb;
+      for (size_t k = 0; k < instrs.size(); ++k) {
+        const auto& ops = instrs[k].p2p;
+        if (std::any_of(ops.begin(), ops.end(), [&](const P2POp& o) {
+              return o.kind == P2PKind::SEND_B && o.mb == mb && o.stage.v == s;
+            })) {
+          sends.push_back({static_cast<int32_t>(k), b});
+          break;
+        }
+      }
+    }
+    if (sends.empty()) continue;
+    std::sort(sends.begin(), sends.end(), [](const LastSend& a, const LastSend& c) { return a.batch < c.batch; });
+    const int32_t latest = sends.back().batch;
+    for (int32_t i = 0; i < latest; ++i) {
+      const Instr& in = instrs[i];
+      if (in.stream != kCompute) continue;
+      bool reduction_wait = in.op == OpKind::REDUCE_GRAD;
+      if (in.op == OpKind::WAIT) {
+        const int32_t rec = t.event_first_record[t.event_base[p] + t.aux[t.global(p, i)]];
+        reduction_wait = rec != kNone && instrs[rec].stream == kReduce;
+      }
+      if (!reduction_wait) continue;
+      const LastSend& next = *std::find_if(sends.begin(), sends.end(), [&](const LastSend& s) { return s.batch > i; });
+      rep.add("send-before-reduce", p, i,
+              fmt::format("{} waits for a reduction on compute before {}, the send of the last backward {}; "
+                          "issue the send first and wait only before OPT_STEP",
+                          rep.op(p, i), rep.local(p, next.batch), rep.local(p, next.b)));
+    }
+  }
+}
+
+}  // namespace ppstream::verify_detail
