@@ -121,6 +121,7 @@ struct Walker {
       CriticalStep step{prog.rank, i.stream, static_cast<int32_t>(k), to_text(i), ti.start_ms, ti.end_ms, ""};
       // Where the wait before this instruction's completion came from.
       std::optional<std::pair<size_t, size_t>> next;
+      std::string straggler;
       if (i.op == OpKind::BATCH) {
         const double matched = ti.end_ms - cost.batch_ms(prog, i);
         if (matched > ti.start_ms + kEps) {
@@ -128,12 +129,10 @@ struct Walker {
           if (next) step.via = fmt::format("p2p match with r{}", set.programs[next->first].rank.v);
         }
       } else if (is_collective(i.op)) {
-        const double arrived = ti.end_ms - cost.collective_ms(prog, i);
-        if (arrived > ti.start_ms + kEps) {
-          step.via = "collective: slowest member arrived late";
-          path.push_back(step);
-          break;
-        }
+        // A late member is a cause the path cannot follow out of the set (or, expanded, one
+        // of thousands): name the lateness and keep walking from the collective's own start.
+        const double late = ti.end_ms - cost.collective_ms(prog, i) - ti.start_ms;
+        if (late > kEps) straggler = fmt::format("; slowest member {:.3f} ms late", late);
       } else if (i.op == OpKind::WAIT && ti.start_ms > ti.ready_ms + kEps) {
         if (auto rec = record_of(p, i.event)) {
           next = std::pair{p, *rec};
@@ -147,6 +146,7 @@ struct Walker {
           step.via = "stream order";
         }
       }
+      step.via += straggler;
       path.push_back(step);
       if (!next) break;
       std::tie(p, k) = *next;

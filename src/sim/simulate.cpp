@@ -11,6 +11,7 @@
 #include "ppstream/engine/engine.h"
 #include "ppstream/lower/lower.h"
 #include "ppstream/sim/trace.h"
+#include "ppstream/verify/verify.h"
 
 namespace ppstream::sim {
 namespace {
@@ -130,8 +131,16 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
   for (ReducePolicy policy : policies) {
     PipelineConfig c = cfg;
     if (policy != ReducePolicy::NONE) c.reduce_grad = policy;
-    // Verify the one-replica set; the expanded world is its replication (expand-world).
-    ProgramSet set = compile(c, {});
+    // Verify the finished one-replica set once; the expanded world is its replication
+    // (expand-world), too large to verify on every run.
+    LowerOptions once;
+    once.verify_each_pass = false;
+    ProgramSet set = compile(c, once);
+    if (const auto violations = verify(set, {}); !violations.empty()) {
+      std::string msg = fmt::format("simulate: the {} programs do not verify ({} violation(s)):", to_string(policy), violations.size());
+      for (const Violation& v : violations) msg += "\n  " + v.to_string();
+      throw std::invalid_argument(msg);
+    }
     if (opts.cluster) {
       LowerOptions lo;
       lo.expanded = true;
