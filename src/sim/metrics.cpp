@@ -197,6 +197,7 @@ SimMetrics compute_metrics(const ProgramSet& set, const EngineResult& run, const
       const Instr& i = prog.instrs[k];
       const InstrTiming& ti = run.timing[p][k];
       const bool on_compute = i.stream == "compute";
+      rm.step_end_ms = std::max(rm.step_end_ms, ti.end_ms);
       if (is_fb(i.op)) {
         rm.compute_busy_ms += ti.end_ms - ti.start_ms;
         compute.emplace_back(ti.start_ms, ti.end_ms);

@@ -24,6 +24,7 @@ json wait_json(const StreamWait& w) {
 json rank_json(const RankMetrics& r) {
   json j = {{"rank", r.rank.v},
             {"pp_rank", r.pp_rank},
+            {"step_end_ms", r.step_end_ms},
             {"compute_busy_ms", r.compute_busy_ms},
             {"compute_wait_ms", r.compute_wait_ms},
             {"reduce_exposed_ms", r.reduce_exposed_ms},

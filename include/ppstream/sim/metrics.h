@@ -54,6 +54,7 @@ struct P2PTiming {
 struct RankMetrics {
   Rank rank;
   int32_t pp_rank = 0;
+  double step_end_ms = 0;        // the rank's last instruction end
   double compute_busy_ms = 0;
   double compute_wait_ms = 0;
   double reduce_exposed_ms = 0;
