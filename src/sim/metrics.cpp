@@ -15,7 +15,8 @@ namespace {
 constexpr double kEps = 1e-6;  // ms; engine times are sums of the same doubles
 
 bool is_collective(OpKind k) { return k == OpKind::REDUCE_GRAD || k == OpKind::UNSHARD; }
-bool is_fb(OpKind k) { return k == OpKind::F || k == OpKind::B; }
+// Compute work on a compute stream (what the analyzer counts as compute too).
+bool is_work(OpKind k) { return k == OpKind::F || k == OpKind::B || k == OpKind::OPT_STEP; }
 
 // The instruction whose completion a RECORD marks: the last non-RECORD/RESHARD before it on its
 // stream (RESHARD is free and follows its REDUCE_GRAD).
@@ -198,7 +199,7 @@ SimMetrics compute_metrics(const ProgramSet& set, const EngineResult& run, const
       const InstrTiming& ti = run.timing[p][k];
       const bool on_compute = i.stream == "compute";
       rm.step_end_ms = std::max(rm.step_end_ms, ti.end_ms);
-      if (is_fb(i.op)) {
+      if (is_work(i.op)) {
         rm.compute_busy_ms += ti.end_ms - ti.start_ms;
         compute.emplace_back(ti.start_ms, ti.end_ms);
       }

@@ -5,11 +5,11 @@
 //   compute_wait_ms       per rank: time a compute stream is blocked — at the head on a WAIT
 //                         (EVENT_WAIT) or inside a collective issued on it (CommHandle.wait)
 //   pp_wait_ms            per BATCH with a receive: posted → matched (peer posted its mirror)
-//   bubble_ratio          mean over ranks of (step − busy F/B time) / step
-//   bubble_over_ideal     (step − ideal) / ideal, ideal = the busiest rank's F/B time
+//   bubble_ratio          mean over ranks of (step − busy time) / step, busy = F, B, OPT_STEP
+//   bubble_over_ideal     (step − ideal) / ideal, ideal = the busiest rank's busy time
 //   reduce_exposed_ms     per rank: compute blocked on reductions (inline REDUCE_GRAD on compute,
 //                         or compute WAIT on a RECORD that follows a REDUCE_GRAD); top level: max
-//   reduce_overlap_ratio  |REDUCE_GRAD intervals ∩ F/B intervals| / |REDUCE_GRAD intervals|
+//   reduce_overlap_ratio  |REDUCE_GRAD intervals ∩ busy intervals| / |REDUCE_GRAD intervals|
 //                         (per rank, and summed over ranks at top level)
 //   critical_path         the chain of instructions that fixed the step end, walked back through
 //                         stream order, event waits, P2P matches and collective arrivals
