@@ -3,18 +3,34 @@
 The engine lives in C++ (``ppstream._core``): ``compile`` / ``compile_text`` turn a YAML
 configuration into the verified per-rank stream programs (JSON, schema in
 ``include/ppstream/program/format.h``); ``verify`` checks a program set; ``to_text`` prints the
-canonical text form. Semantics: ``docs/semantics.md``.
+canonical text form; ``analyze`` / ``diff`` read real profiles (Ascend, Kineto) and our own
+traces. Semantics: ``docs/semantics.md``.
 """
 
 from ppstream._core import (  # noqa: F401
     ConfigError,
     ParseError,
+    TraceError,
+    analyze,
     compile,
     compile_text,
+    diff,
     to_json,
     to_text,
     verify,
     verify_text,
 )
 
-__all__ = ["ConfigError", "ParseError", "compile", "compile_text", "to_json", "to_text", "verify", "verify_text"]
+__all__ = [
+    "ConfigError",
+    "ParseError",
+    "TraceError",
+    "analyze",
+    "compile",
+    "compile_text",
+    "diff",
+    "to_json",
+    "to_text",
+    "verify",
+    "verify_text",
+]

@@ -140,13 +140,42 @@ class Walker {
         link(c, *rel, fmt::format("{} was running a collective{} for {:.3f} ms", stream_name(*rel),
                                   group.empty() ? "" : " of group " + group, ms(s.dur_ns)),
              s.dur_ns);
+        walk_back(c, *rel, seen, depth);
         return;
       case SliceKind::P2P: explain_recv(c, *rel, seen, depth); return;
       default:
         link(c, *rel, fmt::format("{} was busy ({}) for {:.3f} ms", stream_name(*rel),
                                   to_string(s.kind), ms(s.dur_ns)),
              s.dur_ns);
+        walk_back(c, *rel, seen, depth);
         return;
+    }
+  }
+
+  // Why did `r` start when it did? Walk back over the slices queued right before it on its
+  // stream; a stream wait among them is explained in turn, a gap means the host issued it.
+  void walk_back(WaitChain& c, SliceRef r, std::set<std::pair<const RankTimeline*, size_t>>& seen, int depth) {
+    const RankTimeline& tl = *r.tl;
+    int64_t start = r.s().start_ns;
+    size_t queued = 0;
+    for (size_t guard = 0; guard < tl.slices.size(); ++guard) {
+      std::optional<SliceRef> prev;
+      for (size_t i = 0; i < tl.slices.size() && tl.slices[i].start_ns <= start; ++i) {
+        const Slice& s = tl.slices[i];
+        if (s.stream != r.s().stream || s.kind == SliceKind::HOST) continue;
+        if (s.end_ns() >= start - tol_ && s.end_ns() <= start + tol_ && s.start_ns < start) prev = SliceRef{&tl, i};
+      }
+      if (!prev || !seen.insert({prev->tl, prev->index}).second) return;
+      if (prev->s().kind == SliceKind::STREAM_WAIT) {
+        link(c, *prev, fmt::format("before that (after {} queued slice(s)) rank {}'s {} stream waited {:.3f} ms{}",
+                                   queued, tl.rank.v, stream_name(*prev), ms(prev->s().dur_ns),
+                                   set_.strings.str(prev->s().event).empty() ? "" : " for " + set_.strings.str(prev->s().event)),
+             prev->s().dur_ns);
+        explain_end(c, *prev, seen, depth + 1);
+        return;
+      }
+      if (++queued > 1000) return;  // a long busy stretch: not a wait chain any more
+      start = prev->s().start_ns;
     }
   }
 
@@ -235,12 +264,14 @@ class Walker {
                                 "send could be issued",
                                 peer, stream_name(*rel), g.empty() ? "" : " of group " + g, ms(s.dur_ns)),
            s.dur_ns, off);
+      walk_back(c, *rel, seen, depth + 1);
     } else if (s.kind == SliceKind::P2P) {
       explain_recv(c, *rel, seen, depth + 1);
     } else {
       link(c, *rel, fmt::format("rank {}'s {} stream was busy ({}) until the send could be issued",
                                 peer, stream_name(*rel), to_string(s.kind)),
            s.dur_ns, off);
+      walk_back(c, *rel, seen, depth + 1);
     }
   }
 

@@ -13,14 +13,27 @@ void ConfigArgs::add_to(CLI::App* cmd, bool config_required) {
 }
 
 PipelineConfig ConfigArgs::load() const {
-  PipelineConfig cfg = path.empty() ? load_config_text("{}", "<defaults>") : load_config_file(path);
-  for (const std::string& kv : sets) {
-    const auto eq = kv.find('=');
+  std::vector<std::pair<std::string, std::string>> kv;
+  for (const std::string& item : sets) {
+    const auto eq = item.find('=');
     if (eq == std::string::npos)
-      throw ConfigError("config: --set " + kv + ": expected key=value, e.g. --set micro_batch_num=8");
-    apply_override(cfg, kv.substr(0, eq), kv.substr(eq + 1));
+      throw ConfigError("config: --set " + item + ": expected key=value, e.g. --set micro_batch_num=8");
+    kv.emplace_back(item.substr(0, eq), item.substr(eq + 1));
   }
-  if (!reduce_grad.empty()) apply_override(cfg, "data_parallel.reduce_grad", reduce_grad);
+  if (!reduce_grad.empty()) kv.emplace_back("data_parallel.reduce_grad", reduce_grad);
+  if (path.empty()) {
+    // No file: the whole configuration comes from --set, validated once at the end.
+    if (kv.empty()) throw ConfigError("config: give a CONFIG file or the keys with --set key=value");
+    std::string yaml;
+    for (const auto& [k, v] : kv)
+      if (k.find('.') == std::string::npos) yaml += k + ": " + v + "\n";
+    PipelineConfig cfg = load_config_text(yaml.empty() ? "{}" : yaml, "--set");
+    std::erase_if(kv, [](const auto& e) { return e.first.find('.') == std::string::npos; });
+    if (!kv.empty()) apply_overrides(cfg, kv);
+    return cfg;
+  }
+  PipelineConfig cfg = load_config_file(path);
+  if (!kv.empty()) apply_overrides(cfg, kv);
   return cfg;
 }
 

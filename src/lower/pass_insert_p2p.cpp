@@ -1,11 +1,16 @@
-// Pass insert-p2p: one BATCH after each compute unit with the unit's sends and the next unit's
-// receives (Megatron-LM's send_X_recv_Y pattern; the seed's batch after `B mb15 s7` holds
-// `SEND_B mb15 s7` and the receive for the next backward). Ops inside a batch are ordered by a
-// transfer key both ends agree on (producer's finish slot in the unit-time model, then producer
-// stage, microbatch, direction), so executing every rank's ops one at a time in that order
-// (cpu-serial) follows one global order of transfers.
+// Pass insert-p2p: every P2P op is placed in its rank's program by one global key, the time its
+// data is produced in the unit-time model (schedule.h): a send right after its producer, a
+// receive as soon as the peer has produced the data (never later than its consumer). All ranks
+// then follow one global order of transfers, which makes one-at-a-time execution (cpu-serial)
+// and batched execution deadlock-free (the smallest unfinished transfer always has both ends
+// posted). The ops between two computes form a batch; batches are then split into contiguous
+// runs until every batch's ops with a peer are exactly one batch there (mirrored shapes).
+// overlap_b_f fuses a backward with the forward after it into one unit: their receives are
+// posted before the pair and their sends after it.
 #include <algorithm>
 #include <map>
+#include <set>
+#include <stdexcept>
 #include <tuple>
 
 #include "passes.h"
@@ -20,87 +25,239 @@ struct Unit {
   std::vector<size_t> computes;  // instruction indices of the unit's F/B
 };
 
+// A transfer both ends name the same way: (backward?, mb, producer stage).
+using TransferId = std::tuple<bool, int32_t, int32_t>;
+TransferId transfer_of(const P2POp& op) {
+  int32_t producer = op.stage.v;
+  if (op.kind == P2PKind::RECV_F) producer = op.stage.v - 1;
+  if (op.kind == P2PKind::RECV_B) producer = op.stage.v + 1;
+  return {!is_forward(op.kind), op.mb.v, producer};
+}
+
+// A cycle in the graph (as its nodes), or empty: iterative depth-first search.
+std::vector<TransferId> find_cycle(const std::map<TransferId, std::vector<TransferId>>& next) {
+  enum Color { WHITE, GREY, BLACK };
+  std::map<TransferId, Color> color;
+  for (const auto& [root, unused] : next) {
+    if (color[root] != WHITE) continue;
+    std::vector<std::pair<TransferId, size_t>> stack{{root, 0}};
+    color[root] = GREY;
+    while (!stack.empty()) {
+      auto& [node, child] = stack.back();
+      auto it = next.find(node);
+      if (it == next.end() || child >= it->second.size()) {
+        color[node] = BLACK;
+        stack.pop_back();
+        continue;
+      }
+      const TransferId to = it->second[child++];
+      if (color[to] == GREY) {
+        std::vector<TransferId> cycle;
+        for (auto s = stack.rbegin(); s != stack.rend(); ++s) {
+          cycle.push_back(s->first);
+          if (s->first == to) break;
+        }
+        return cycle;
+      }
+      if (color[to] == WHITE) {
+        color[to] = GREY;
+        stack.emplace_back(to, 0);
+      }
+    }
+  }
+  return {};
+}
+
+// Splits the slot batches ([rank][slot] = ops in transfer order) into pieces until, for every
+// batch and every peer, the batch's ops with that peer are exactly one batch's ops there
+// (mirrored shapes). A batch is split into contiguous runs only, so pieces stay in transfer
+// order and one-at-a-time execution keeps following the global transfer order. Terminates:
+// every round splits something or stops; single ops always mirror.
+template <typename KeyOf>
+std::vector<std::vector<std::vector<std::vector<P2POp>>>> mirror_batches(
+    const std::vector<std::vector<std::vector<P2POp>>>& slots, const KeyOf& /*key_of*/) {
+  // batches[rank][slot] = list of pieces
+  std::vector<std::vector<std::vector<std::vector<P2POp>>>> b(slots.size());
+  for (size_t r = 0; r < slots.size(); ++r)
+    for (const auto& ops : slots[r]) b[r].push_back(ops.empty() ? std::vector<std::vector<P2POp>>{}
+                                                               : std::vector<std::vector<P2POp>>{ops});
+  for (bool changed = true; changed;) {
+    changed = false;
+    // Which batch (rank-local running id) holds each transfer on each side.
+    std::map<std::pair<TransferId, int32_t>, int64_t> where;  // (transfer, rank) → batch id
+    for (size_t r = 0; r < b.size(); ++r) {
+      int64_t id = 0;
+      for (const auto& slot : b[r])
+        for (const auto& piece : slot) {
+          for (const P2POp& op : piece) where[{transfer_of(op), static_cast<int32_t>(r)}] = id;
+          ++id;
+        }
+    }
+    for (size_t r = 0; r < b.size(); ++r)
+      for (auto& slot : b[r]) {
+        std::vector<std::vector<P2POp>> split;
+        for (const auto& piece : slot) {
+          std::map<int32_t, int64_t> peer_batch;  // peer → its batch id within the current run
+          split.emplace_back();
+          for (const P2POp& op : piece) {
+            const int64_t there = where.at({transfer_of(op), op.peer.v});
+            auto it = peer_batch.find(op.peer.v);
+            if (it != peer_batch.end() && it->second != there) {
+              split.emplace_back();
+              peer_batch.clear();
+              changed = true;
+            }
+            peer_batch[op.peer.v] = there;
+            split.back().push_back(op);
+          }
+        }
+        slot = std::move(split);
+      }
+  }
+  return b;
+}
+
 }  // namespace
 
 ProgramSet insert_p2p(const ProgramSet& in, const PipelineConfig& cfg) {
   const int32_t pp = cfg.pipeline_parallel_size;
   const int32_t S = cfg.num_stages();
-  // Rebuild the compute order from the programs and run the unit-time model on it.
-  ComputeOrder order(in.programs.size());
-  for (size_t r = 0; r < in.programs.size(); ++r)
-    for (const Instr& i : in.programs[r].instrs)
-      if (i.op == OpKind::F || i.op == OpKind::B) order[r].push_back({i.op == OpKind::B, i.mb, i.stage});
-  const UnitTimeline times = simulate_unit_time(order);
-  std::map<std::tuple<bool, int32_t, int32_t>, int64_t> finish;  // (bwd, mb, stage) → slot
-  for (size_t r = 0; r < order.size(); ++r)
-    for (size_t k = 0; k < order[r].size(); ++k)
-      finish[{order[r][k].backward, order[r][k].mb.v, order[r][k].stage.v}] = times.slot[r][k] + 1;
-
-  auto rank_of = [&](int32_t stage) { return stage % pp; };
-  auto key_of = [&](const P2POp& op) -> TransferKey {
-    const bool bwd = !is_forward(op.kind);
-    int32_t producer = op.stage.v;
-    if (op.kind == P2PKind::RECV_F) producer = op.stage.v - 1;
-    if (op.kind == P2PKind::RECV_B) producer = op.stage.v + 1;
-    return {finish.at({bwd, op.mb.v, producer}), producer, op.mb.v, bwd};
-  };
-  auto sends_of = [&](const Instr& c, int32_t r, std::vector<P2POp>& out) {
-    const int32_t s = c.stage.v;
-    if (c.op == OpKind::F && s + 1 < S && rank_of(s + 1) != r)
-      out.push_back({P2PKind::SEND_F, c.mb, c.stage, Rank{rank_of(s + 1)}});
-    if (c.op == OpKind::B && s > 0 && rank_of(s - 1) != r)
-      out.push_back({P2PKind::SEND_B, c.mb, c.stage, Rank{rank_of(s - 1)}});
-  };
-  auto recvs_of = [&](const Instr& c, int32_t r, std::vector<P2POp>& out) {
-    const int32_t s = c.stage.v;
-    if (c.op == OpKind::F && s > 0 && rank_of(s - 1) != r)
-      out.push_back({P2PKind::RECV_F, c.mb, c.stage, Rank{rank_of(s - 1)}});
-    if (c.op == OpKind::B && s + 1 < S && rank_of(s + 1) != r)
-      out.push_back({P2PKind::RECV_B, c.mb, c.stage, Rank{rank_of(s + 1)}});
-  };
-
   ProgramSet out = in;
-  for (Program& p : out.programs) {
-    const int32_t r = p.pp_rank;
-    // Group computes into units: a B directly followed by an F forms one unit under overlap_b_f.
-    std::vector<Unit> units;
+  auto rank_of = [&](int32_t stage) { return stage % pp; };
+
+  // Units: a compute, or (overlap_b_f) a B fused with the F right after it.
+  ComputeOrder order(out.programs.size());
+  std::vector<std::vector<bool>> fuse(out.programs.size());
+  std::vector<std::vector<Unit>> units(out.programs.size());
+  for (size_t pi = 0; pi < out.programs.size(); ++pi) {
+    const Program& p = out.programs[pi];
     for (size_t k = 0; k < p.instrs.size(); ++k) {
       const Instr& i = p.instrs[k];
       if (i.op != OpKind::F && i.op != OpKind::B) continue;
-      const bool pair_with_prev = cfg.pipeline_parallel_overlap_b_f && i.op == OpKind::F && !units.empty() &&
-                                  units.back().computes.size() == 1 &&
-                                  p.instrs[units.back().computes.front()].op == OpKind::B;
-      if (pair_with_prev)
-        units.back().computes.push_back(k);
-      else
-        units.push_back({{k}});
-    }
-    // Batch before unit u = sends of unit u-1 + receives of unit u.
-    std::vector<std::vector<P2POp>> batch_before(units.size() + 1);
-    for (size_t u = 0; u < units.size(); ++u) {
-      for (size_t k : units[u].computes) {
-        sends_of(p.instrs[k], r, batch_before[u + 1]);
-        recvs_of(p.instrs[k], r, batch_before[u]);
+      auto& us = units[pi];
+      const bool pair_with_prev = cfg.pipeline_parallel_overlap_b_f && i.op == OpKind::F && !us.empty() &&
+                                  us.back().computes.size() == 1 && p.instrs[us.back().computes.front()].op == OpKind::B;
+      if (pair_with_prev) {
+        us.back().computes.push_back(k);
+        fuse[pi].back() = true;
+      } else {
+        us.push_back({{k}});
       }
+      order[pi].push_back({i.op == OpKind::B, i.mb, i.stage});
+      fuse[pi].push_back(false);
     }
-    for (auto& b : batch_before)
-      std::stable_sort(b.begin(), b.end(), [&](const P2POp& a, const P2POp& c) { return key_of(a) < key_of(c); });
+  }
+  const UnitTimeline times = simulate_unit_time(order, fuse);
+  // Time each compute's output becomes visible (end of its unit) and each unit's start slot.
+  std::map<TransferId, int64_t> produced;  // keyed like transfers: (backward, mb, producer stage)
+  std::vector<std::vector<int64_t>> unit_start(out.programs.size());
+  for (size_t pi = 0; pi < order.size(); ++pi) {
+    size_t a = 0;
+    for (const Unit& u : units[pi]) {
+      const int64_t start = times.slot[pi][a];
+      const int64_t end = times.slot[pi][a + u.computes.size() - 1] + 1;
+      unit_start[pi].push_back(start);
+      for (size_t g = 0; g < u.computes.size(); ++g, ++a)
+        produced[{order[pi][a].backward, order[pi][a].mb.v, order[pi][a].stage.v}] = end;
+    }
+  }
+  // Global key of a transfer: (visible time, producer stage, microbatch, backward).
+  auto key_of = [&](const P2POp& op) -> TransferKey {
+    const TransferId t = transfer_of(op);
+    return {produced.at(t), std::get<2>(t), std::get<1>(t), std::get<0>(t)};
+  };
 
-    std::vector<Instr> result;
-    size_t u = 0;
-    auto emit_batch = [&](size_t idx) {
-      if (batch_before[idx].empty()) return;
-      Instr b;
-      b.op = OpKind::BATCH;
-      b.stream = "compute";
-      b.p2p = batch_before[idx];
-      result.push_back(std::move(b));
+  // Phase 1: every op of every rank with its slot (slot u = the gap before unit u). Sends sit
+  // right after their producer. A receive starts in the gap before its consumer (Megatron-LM's
+  // "send this, receive the next" batches) and may move back as far as its key-order gap (the
+  // first gap after which no unit starts before its data exists).
+  struct Placed {
+    P2POp op;
+    size_t slot = 0;
+    size_t earliest = 0;
+  };
+  std::vector<std::vector<Placed>> placed(out.programs.size());
+  for (size_t pi = 0; pi < out.programs.size(); ++pi) {
+    const Program& p = out.programs[pi];
+    const int32_t r = p.pp_rank;
+    const auto& us = units[pi];
+    auto place = [&](const P2POp& op, size_t slot) {
+      size_t earliest = slot;
+      const int64_t t = std::get<0>(key_of(op));
+      while (!is_send(op.kind) && earliest > 0 && unit_start[pi][earliest - 1] >= t) --earliest;
+      placed[pi].push_back({op, slot, earliest});
     };
+    for (size_t u = 0; u < us.size(); ++u)
+      for (size_t k : us[u].computes) {
+        const Instr& c = p.instrs[k];
+        const int32_t s = c.stage.v;
+        if (c.op == OpKind::F && s + 1 < S && rank_of(s + 1) != r)
+          place({P2PKind::SEND_F, c.mb, c.stage, Rank{rank_of(s + 1)}}, u + 1);
+        if (c.op == OpKind::B && s > 0 && rank_of(s - 1) != r)
+          place({P2PKind::SEND_B, c.mb, c.stage, Rank{rank_of(s - 1)}}, u + 1);
+        if (c.op == OpKind::F && s > 0 && rank_of(s - 1) != r)
+          place({P2PKind::RECV_F, c.mb, c.stage, Rank{rank_of(s - 1)}}, u);
+        if (c.op == OpKind::B && s + 1 < S && rank_of(s + 1) != r)
+          place({P2PKind::RECV_B, c.mb, c.stage, Rank{rank_of(s + 1)}}, u);
+      }
+  }
+  // Each rank's op sequence (slot, then key) must be consistent with one global order of
+  // transfers, else blocking execution can deadlock. While the "precedes" graph over transfers
+  // has a cycle, move the late receives on it back to their key-order gap; the all-key-order
+  // placement is acyclic, so this ends.
+  auto sequence_of = [&](size_t pi) {
+    std::vector<const Placed*> seq;
+    for (const Placed& x : placed[pi]) seq.push_back(&x);
+    std::stable_sort(seq.begin(), seq.end(), [&](const Placed* x, const Placed* y) {
+      return std::make_pair(x->slot, key_of(x->op)) < std::make_pair(y->slot, key_of(y->op));
+    });
+    return seq;
+  };
+  for (;;) {
+    std::map<TransferId, std::vector<TransferId>> next;
+    for (size_t pi = 0; pi < placed.size(); ++pi) {
+      const auto seq = sequence_of(pi);
+      for (size_t k = 1; k < seq.size(); ++k) next[transfer_of(seq[k - 1]->op)].push_back(transfer_of(seq[k]->op));
+    }
+    const std::vector<TransferId> cycle = find_cycle(next);
+    if (cycle.empty()) break;
+    const std::set<TransferId> on_cycle(cycle.begin(), cycle.end());
+    bool moved = false;
+    for (auto& ops : placed)
+      for (Placed& x : ops)
+        if (!is_send(x.op.kind) && x.slot != x.earliest && on_cycle.count(transfer_of(x.op))) {
+          x.slot = x.earliest;
+          moved = true;
+        }
+    if (!moved) throw std::logic_error("insert-p2p: transfer order has a cycle that no receive can break");
+  }
+  std::vector<std::vector<std::vector<P2POp>>> slots(out.programs.size());
+  for (size_t pi = 0; pi < out.programs.size(); ++pi) {
+    slots[pi].resize(units[pi].size() + 1);
+    for (const Placed* x : sequence_of(pi)) slots[pi][x->slot].push_back(x->op);
+  }
+  // Phase 2: split batches until every batch's ops with each peer form one batch there.
+  const std::vector<std::vector<std::vector<std::vector<P2POp>>>> batches = mirror_batches(slots, key_of);
+
+  // Phase 3: emit each slot's batches before its unit.
+  for (size_t pi = 0; pi < out.programs.size(); ++pi) {
+    Program& p = out.programs[pi];
+    std::vector<Instr> result;
+    auto emit = [&](size_t slot) {
+      for (const auto& ops : batches[pi][slot]) {
+        Instr b;
+        b.op = OpKind::BATCH;
+        b.stream = "compute";
+        b.p2p = ops;
+        result.push_back(std::move(b));
+      }
+    };
+    const auto& us = units[pi];
+    size_t u = 0;
     for (size_t k = 0; k < p.instrs.size(); ++k) {
-      const Instr& i = p.instrs[k];
-      if (u < units.size() && k == units[u].computes.front()) emit_batch(u);
-      result.push_back(i);
-      if (u < units.size() && k == units[u].computes.back() && ++u == units.size()) emit_batch(units.size());
+      if (u < us.size() && k == us[u].computes.front()) emit(u);
+      result.push_back(p.instrs[k]);
+      if (u < us.size() && k == us[u].computes.back() && ++u == us.size()) emit(us.size());
     }
     p.instrs = std::move(result);
   }

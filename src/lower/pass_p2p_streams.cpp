@@ -7,9 +7,10 @@
 //                 overlap_p2p_comm waits every request at once).
 // Transports: plain = one op per batch on `p2p`; batch = one `p2p` stream; multi_stream = stream
 // `p2p.E` per pipeline edge E (edge E joins PP ranks E and E+1 mod pp), chosen by the batch's
-// first op.
+// first send (its first op if it only receives), so the stream does not depend on op order.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "passes.h"
@@ -19,7 +20,8 @@ namespace {
 
 std::string stream_for(const std::vector<P2POp>& ops, int32_t rank, int32_t pp, P2PTransport t) {
   if (t != P2PTransport::MULTI_STREAM) return "p2p";
-  const int32_t q = ops.front().peer.v;
+  const auto send = std::find_if(ops.begin(), ops.end(), [](const P2POp& op) { return is_send(op.kind); });
+  const int32_t q = (send != ops.end() ? *send : ops.front()).peer.v;
   const int32_t edge = (q == (rank + 1) % pp) ? rank : q;
   return fmt::format("p2p.{}", edge);
 }

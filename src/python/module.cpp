@@ -3,10 +3,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
+
 #include <map>
 #include <string>
 #include <vector>
 
+#include "ppstream/analyze/analyze.h"
 #include "ppstream/config/config.h"
 #include "ppstream/lower/lower.h"
 #include "ppstream/program/format.h"
@@ -56,6 +59,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "ppstream engine: compile pipeline x HSDP configurations to verified stream programs";
   py::register_exception<ConfigError>(m, "ConfigError", PyExc_ValueError);
   py::register_exception<ParseError>(m, "ParseError", PyExc_ValueError);
+  py::register_exception<analyze::TraceError>(m, "TraceError", PyExc_ValueError);
 
   m.def(
       "compile",
@@ -97,6 +101,23 @@ PYBIND11_MODULE(_core, m) {
         return out;
       },
       py::arg("programs_text"), py::arg("platform") = "all", "Verify programs in canonical text form.");
+  m.def(
+      "analyze",
+      [](const std::vector<std::string>& paths, std::optional<int64_t> step) {
+        analyze::AnalyzeOptions o;
+        o.step = step;
+        return analyze::analyze_paths(paths, o).to_json();
+      },
+      py::arg("paths"), py::arg("step") = py::none(),
+      "Analyze traces (Ascend profiler directories, Kineto JSON[.gz], ppstream traces); returns the\n"
+      "metrics JSON (str) of `ppstream analyze --json` (docs/analyze.md). Raises ValueError naming the\n"
+      "file and offset for malformed input.");
+  m.def(
+      "diff",
+      [](const std::vector<std::string>& baseline, const std::vector<std::string>& optimized) {
+        return analyze::diff_paths(baseline, optimized).to_json();
+      },
+      py::arg("baseline"), py::arg("optimized"), "Metric-by-metric comparison (JSON str) of two trace sets.");
   m.def(
       "to_text", [](const std::string& programs_json) { return to_text(parse_json(programs_json)); },
       py::arg("programs_json"), "Canonical text form of a ProgramSet JSON.");

@@ -57,39 +57,49 @@ void check_placement(const ComputeOrder& order) {
 
 }  // namespace
 
-UnitTimeline simulate_unit_time(const ComputeOrder& order) {
+UnitTimeline simulate_unit_time(const ComputeOrder& order) { return simulate_unit_time(order, {}); }
+
+UnitTimeline simulate_unit_time(const ComputeOrder& order, const std::vector<std::vector<bool>>& fuse_next) {
   check_placement(order);
   const int32_t stages = num_stages(order);
+  auto fused = [&](size_t r, size_t i) {
+    return r < fuse_next.size() && i < fuse_next[r].size() && fuse_next[r][i] && i + 1 < order[r].size();
+  };
   UnitTimeline tl;
   tl.slot.resize(order.size());
-  std::map<Key, int64_t> finished;  // action → the slot it ran in
+  std::map<Key, int64_t> finished;  // action → the last slot of its group (outputs visible after it)
   std::vector<size_t> next(order.size(), 0);
   std::vector<int64_t> free_at(order.size(), 0);  // first slot the rank is free
-  // A rank's next action can be placed once its dependencies are placed; its slot is then
-  // final (ranks are sequential and nothing else competes), so sweeping until no rank moves
-  // gives the as-early-as-possible timeline.
+  // A rank's next group (one action, or two fused ones) can be placed once the dependencies of
+  // all its actions are placed; its slots are then final (ranks are sequential and nothing
+  // else competes), so sweeping until no rank moves gives the as-early-as-possible timeline.
   bool progress = true;
   while (progress) {
     progress = false;
     for (size_t r = 0; r < order.size(); ++r) {
       while (next[r] < order[r].size()) {
-        const ComputeAction& a = order[r][next[r]];
+        const size_t n = fused(r, next[r]) ? 2 : 1;
         int64_t start = free_at[r];
         bool ready = true;
-        for (const Key& d : deps_of(a, stages)) {
-          auto it = finished.find(d);
-          if (it == finished.end()) {
-            ready = false;
-            break;
+        for (size_t g = 0; g < n && ready; ++g) {
+          for (const Key& d : deps_of(order[r][next[r] + g], stages)) {
+            auto it = finished.find(d);
+            if (it == finished.end()) {
+              ready = false;
+              break;
+            }
+            start = std::max(start, it->second + 1);
           }
-          start = std::max(start, it->second + 1);
         }
         if (!ready) break;
-        finished[Key{a.backward, a.mb.v, a.stage.v}] = start;
-        tl.slot[r].push_back(start);
-        free_at[r] = start + 1;
-        tl.makespan = std::max(tl.makespan, start + 1);
-        ++next[r];
+        for (size_t g = 0; g < n; ++g) {
+          const ComputeAction& a = order[r][next[r] + g];
+          finished[Key{a.backward, a.mb.v, a.stage.v}] = start + static_cast<int64_t>(n) - 1;
+          tl.slot[r].push_back(start + static_cast<int64_t>(g));
+        }
+        free_at[r] = start + static_cast<int64_t>(n);
+        tl.makespan = std::max(tl.makespan, free_at[r]);
+        next[r] += n;
         progress = true;
       }
     }

@@ -17,6 +17,8 @@ class Report {
  public:
   Report(const ProgramSet& set, const VerifyOptions& opts, std::vector<Violation>& out)
       : set_(set), opts_(opts), out_(out) {}
+  // false while lowering is in progress: missing producers/instructions are not yet errors.
+  bool complete() const { return opts_.complete; }
 
   // One violation at instruction `index` of program `prog` (kNone: rank-level).
   void add(const char* rule, int32_t prog, int32_t index, std::string message);

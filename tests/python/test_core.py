@@ -19,7 +19,7 @@ def rank_lines(programs_json, rank):
 def test_seed_async_sends_before_reducing():
     lines = rank_lines(ppstream.compile(str(SEED), expanded=False, platform="all"), 3)
     b = lines.index("r3 compute B mb15 s7")
-    batch = lines.index("r3 p2p.2 BATCH{SEND_B mb15 s7 ->r2; RECV_B mb12 s3 <-r0}")
+    batch = lines.index("r3 p2p.2 BATCH{RECV_B mb12 s3 <-r0; SEND_B mb15 s7 ->r2}")
     assert lines[b + 1] == "r3 compute RECORD compute_ready[s7]"
     assert batch < lines.index("r3 reduce REDUCE_GRAD s7")
 
@@ -78,4 +78,4 @@ def test_cli_compile_prints_seed_rank(tmp_path):
     exe = shutil.which("ppstream") or str(pathlib.Path(__import__("sys").executable).parent / "ppstream")
     res = subprocess.run([exe, "compile", str(SEED), "--rank", "3"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    assert "r3 p2p.2 BATCH{SEND_B mb15 s7 ->r2; RECV_B mb12 s3 <-r0}" in res.stdout
+    assert "r3 p2p.2 BATCH{RECV_B mb12 s3 <-r0; SEND_B mb15 s7 ->r2}" in res.stdout

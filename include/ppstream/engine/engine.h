@@ -71,8 +71,25 @@ struct EngineOptions {
   const CostModel* cost = nullptr;  // nullptr: zero cost
 };
 
+// How the run models time (details: docs/semantics.md "Execution"):
+// - Per rank a host issues in program order (at t=0 unless the platform blocks it), each
+//   stream runs FIFO, and only completions are queued, ordered by (time, rank, stream name,
+//   instruction index) — identical input gives identical timings.
+// - P2P: the k-th op of a channel (sender, receiver, F|B) pairs with the k-th op of the
+//   opposite side, by position only (content is the verifier's p2p-fifo rule). A BATCH ends at
+//   max(post time of every op's mirror, its own start) + batch_ms.
+// - Collectives: in an expanded set, UNSHARD is one all-gather in the shard group; REDUCE_GRAD
+//   is a reduce-scatter in the shard group (skipped when shard == 1) followed by an all-reduce
+//   in the replicate group (skipped when replicate == 1) — two collectives in sequence, each
+//   matched by its k-th occurrence in its group and ending when its last member arrives
+//   (start + arrival_delay_ms for the first phase, the first phase's end for the second);
+//   collective_ms is added once, after the last phase. In a non-expanded set a collective ends
+//   at start + max(arrival_delay_ms, external_arrival_ms) + collective_ms. The issuing stream
+//   is occupied until then.
+// - `strict` ignores the cost model (every duration is zero).
 // Runs one step. Never throws on a deadlock (it is reported in the result); throws
-// std::invalid_argument for structurally broken input (unknown peer rank, etc.).
+// std::invalid_argument for structurally broken input (unknown peer rank, etc.) and for a cost
+// model value that is negative or not finite (the message names rank, index and instruction).
 EngineResult run_engine(const ProgramSet& set, const EngineOptions& opts = {});
 
 // Human-readable deadlock report: every blocked instruction, then the cycle.

@@ -54,6 +54,10 @@ struct UnitTimeline {
 // Throws std::invalid_argument when an action runs on the wrong rank (stage % pp != r), appears
 // twice, or the order cannot complete (the message lists every blocked rank and what it waits for).
 UnitTimeline simulate_unit_time(const ComputeOrder& order);
+// The same with fused groups: fuse_next[r][i] makes order[r][i] and order[r][i+1] one group
+// (overlap_b_f's B+F pair) that starts when both actions' dependencies are met and whose
+// outputs are visible only after its last slot (ranks missing from fuse_next fuse nothing).
+UnitTimeline simulate_unit_time(const ComputeOrder& order, const std::vector<std::vector<bool>>& fuse_next);
 // idle[r] = makespan - (actions of rank r): the slots rank r does no compute within the step.
 std::vector<int64_t> idle_slots(const ComputeOrder& order);
 // Bubble ratio as Narayanan et al. (SC'21, §2.2) define it: bubble time / ideal compute time

@@ -45,7 +45,9 @@ size_t index_of(const std::vector<std::string>& lines, const std::string& line) 
   return static_cast<size_t>(it - lines.begin());
 }
 
-const std::string kSeedBatch = "r3 p2p.2 BATCH{SEND_B mb15 s7 ->r2; RECV_B mb12 s3 <-r0}";
+// Ops in a batch are listed in transfer order (the cpu-serial execution order): the grad for
+// B mb12 s3 was produced on r0 before B mb15 s7 finished, so it comes first.
+const std::string kSeedBatch = "r3 p2p.2 BATCH{RECV_B mb12 s3 <-r0; SEND_B mb15 s7 ->r2}";
 
 TEST(Lower, SeedInlineTailReducesBeforeTheSendBatch) {
   const auto lines = lines_of(compile(seed_config(ReducePolicy::INLINE)), Rank{3});

@@ -1,0 +1,26 @@
+// Test helpers: temp files and the shared sample paths.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace ppstream::analyze::testing {
+
+inline std::string sample(const std::string& rel) { return std::string(PPSTREAM_SHARED_DIR) + "/traces/" + rel; }
+
+// A fresh directory under the system temp dir, unique per test name.
+inline std::filesystem::path temp_dir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / ("ppstream_analyze_" + name);
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+inline std::string write_file(const std::filesystem::path& p, const std::string& text) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+}  // namespace ppstream::analyze::testing
