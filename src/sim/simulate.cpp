@@ -195,6 +195,8 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
     for (double v : st) sum += v;
     pr.trials.mean_ms = sum / static_cast<double>(st.size());
     report.runs.push_back(std::move(pr));
+    // Only the SVG needs a policy's programs and timings after its metrics (a cluster set is ~1 GB).
+    if (opts.svg_path.empty()) sets.back() = ProgramSet{}, firsts.back() = EngineResult{};
   }
   if (!opts.svg_path.empty()) {
     std::vector<SvgPanel> panels;
