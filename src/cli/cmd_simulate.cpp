@@ -1,6 +1,64 @@
-// Placeholder registration until the simulate subcommand lands (its issue owns this file).
+// `ppstream simulate CONFIG`: run the configuration's step through the engine with the config's
+// cost and straggler models (ascend-mindspore profile) and report metrics; optionally a
+// Chrome/Perfetto trace, an SVG pipeline diagram, a cluster-wide run and straggler trials.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
 #include "commands.h"
+#include "config_args.h"
+#include "ppstream/sim/simulate.h"
 
 namespace ppstream::cli {
-void register_simulate(CLI::App& /*app*/, int& /*exit_code*/) {}
+
+void register_simulate(CLI::App& app, int& exit_code) {
+  struct Args {
+    ConfigArgs config;
+    std::string trace, svg;
+    bool json = false, cluster = false, quiet = false;
+    int32_t trials = 1;
+    std::optional<uint64_t> seed;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("simulate", "simulate one training step: timeline, waits, bubble, reduction overlap");
+  args->config.add_to(cmd, true);
+  // ConfigArgs registers --reduce-grad (inline | async); simulate also takes `both`.
+  cmd->get_option("--reduce-grad")->description("reduction placement: inline | async | both (side by side)");
+  cmd->add_option("--trace", args->trace, "write a Chrome/Perfetto trace (with both: OUT.inline.json, OUT.async.json)");
+  cmd->add_option("--svg", args->svg, "write an SVG pipeline diagram (both policies stacked)");
+  cmd->add_flag("--json", args->json, "print the metrics JSON instead of the table");
+  cmd->add_flag("--cluster", args->cluster, "simulate every DP replica of the world (rank = pp_rank*dp + dp_index)");
+  cmd->add_option("--trials", args->trials, "seeded straggler draws; prints p50/p90/p99 of the step time")->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", args->seed, "straggler seed (overrides straggler.seed)");
+  cmd->add_flag("--quiet", args->quiet, "no progress bar");
+  cmd->callback([args, &exit_code] {
+    // `both` is ours: keep it away from the config override, which knows inline | async only.
+    ConfigArgs ca = args->config;
+    std::string policy = ca.reduce_grad;
+    if (policy == "both") ca.reduce_grad.clear();
+    sim::SimOptions o;
+    o.policies = sim::parse_policies(policy);
+    const PipelineConfig cfg = ca.load();
+    o.cluster = args->cluster;
+    o.trials = args->trials;
+    o.seed = args->seed;
+    o.trace_path = args->trace;
+    o.svg_path = args->svg;
+    const bool bar = !args->quiet && (args->trials > 1 || args->cluster) && isatty(fileno(stderr));
+    if (bar)
+      o.progress = [](int64_t done, int64_t total, const std::string& what) {
+        constexpr int kWidth = 30;
+        const auto filled = static_cast<int>(kWidth * done / std::max<int64_t>(total, 1));
+        std::cerr << "\rsimulate [" << std::string(static_cast<size_t>(filled), '#')
+                  << std::string(static_cast<size_t>(kWidth - filled), '.') << "] " << done << "/" << total << " runs ("
+                  << what << ")" << std::flush;
+        if (done == total) std::cerr << "\n";
+      };
+    const sim::SimReport report = sim::simulate(cfg, o);
+    std::cout << (args->json ? sim::report_json(report) + "\n" : sim::report_table(report));
+    exit_code = 0;
+  });
+}
+
 }  // namespace ppstream::cli

@@ -1,0 +1,108 @@
+// SimCostModel: the simulator's durations for the engine (compute per virtual stage, P2P as
+// latency + bytes / bandwidth, HSDP collectives with the alpha–beta ring model) plus the
+// straggler model's arrival delays. Read from the config's `cost:` section; units are in the
+// key names (ms, bytes, GB/s with GB = 1e9 bytes). See docs/simulate.md.
+//
+//   cost:
+//     forward_ms_per_layer: 4.0        # F time of one layer for one microbatch
+//     backward_ms_per_layer: 8.0       # B time of one layer (dx + parameter grads)
+//     stage_forward_ms: [..]           # optional: per virtual stage, overrides the per-layer time
+//     stage_backward_ms: [..]
+//     moe_dispatch_ms_per_layer: 0.0   # MoE all-to-all dispatch, added to F and to B per layer
+//     moe_combine_ms_per_layer: 0.0    # MoE all-to-all combine, likewise
+//     optimizer_ms: 0.0                # OPT_STEP
+//     p2p_latency_ms: 0.02             # per BATCH
+//     p2p_bandwidth_gb_per_s: 17.5     # per direction
+//     activation_bytes: 8388608        # one activation (or its gradient) per P2P op
+//     grad_bytes_per_layer: 0          # gradient bytes one rank reduces per layer
+//     param_bytes_per_layer: 0         # unsharded parameter bytes per layer (UNSHARD all-gather)
+//     collective_alpha_ms: 0.01        # per ring step latency
+//     shard_bandwidth_gb_per_s: 50     # ring bandwidth inside a shard group
+//     replicate_bandwidth_gb_per_s: 25 # ring bandwidth inside a replicate group
+//     link_sharing: dedicated          # dedicated | fair | p2p_priority | reduce_priority
+//
+// Collective formulas (ring algorithms; Thakur, Rabenseifner, Gropp, "Optimization of Collective
+// Communication Operations in MPICH", IJHPCA 19(1), 2005; Patarasuk, Yuan, "Bandwidth optimal
+// all-reduce algorithms for clusters of workstations", JPDC 69(2), 2009), n ranks, N bytes:
+//   reduce-scatter, all-gather:  (n-1)·alpha + (n-1)/n · N/beta
+//   all-reduce:                  2(n-1)·alpha + 2(n-1)/n · N/beta
+// REDUCE_GRAD(s) = reduce-scatter of G in the shard group, then all-reduce of G/shard in the
+// replicate group (G = layers(s) · grad_bytes_per_layer); UNSHARD(s) = all-gather of P in the
+// shard group. Reduction arithmetic is not modelled.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ppstream/config/config.h"
+#include "ppstream/engine/engine.h"
+#include "ppstream/sim/straggler.h"
+
+namespace ppstream::sim {
+
+// How P2P and reduction traffic share a rank's link (see docs/simulate.md, "link sharing").
+enum class LinkSharing : uint8_t { DEDICATED, FAIR, P2P_PRIORITY, REDUCE_PRIORITY };
+const char* to_string(LinkSharing s);
+
+struct CostSpec {
+  double forward_ms_per_layer = 1.0;
+  double backward_ms_per_layer = 2.0;
+  std::vector<double> stage_forward_ms;   // empty, or one per virtual stage
+  std::vector<double> stage_backward_ms;
+  double moe_dispatch_ms_per_layer = 0.0;
+  double moe_combine_ms_per_layer = 0.0;
+  double optimizer_ms = 0.0;
+  double p2p_latency_ms = 0.0;
+  double p2p_bandwidth_gb_per_s = 0.0;  // 0: P2P transfer is free (latency only)
+  double activation_bytes = 0.0;
+  double grad_bytes_per_layer = 0.0;
+  double param_bytes_per_layer = 0.0;
+  double collective_alpha_ms = 0.0;
+  double shard_bandwidth_gb_per_s = 0.0;      // 0: bandwidth term is free
+  double replicate_bandwidth_gb_per_s = 0.0;
+  LinkSharing link_sharing = LinkSharing::DEDICATED;
+};
+
+// Parses the `cost:` section text; `num_stages` checks the per-stage lists. Throws ConfigError.
+CostSpec parse_cost_spec(const std::string& yaml_text, int32_t num_stages);
+
+// Ring collective times (ms) for n ranks and `bytes` bytes; 0 when n <= 1.
+double ring_reduce_scatter_ms(int32_t n, double bytes, double alpha_ms, double bandwidth_gb_per_s);
+double ring_all_gather_ms(int32_t n, double bytes, double alpha_ms, double bandwidth_gb_per_s);
+double ring_all_reduce_ms(int32_t n, double bytes, double alpha_ms, double bandwidth_gb_per_s);
+
+class SimCostModel : public CostModel {
+ public:
+  // `set` must outlive the model (the engine passes references into it). `stage_layers`
+  // gives each virtual stage's layer count (PipelineConfig::stage_layers).
+  SimCostModel(const ProgramSet& set, const PipelineConfig& cfg, CostSpec cost, StragglerModel straggler);
+
+  double compute_ms(const Program& p, const Instr& i) const override;
+  double batch_ms(const Program& p, const Instr& i) const override;
+  double collective_ms(const Program& p, const Instr& i) const override;
+  double arrival_delay_ms(const Program& p, const Instr& i) const override;
+  double external_arrival_ms(const Program& p, const Instr& i) const override;
+
+  // Link sharing: extra transfer time per instruction ([program index][instr index]), set by the
+  // simulator from a first run's overlaps; empty means none.
+  void set_extra_ms(std::vector<std::vector<double>> extra) { extra_ms_ = std::move(extra); }
+  // Transfer time of a BATCH without link sharing (used to tell matching from transfer).
+  double base_batch_ms(const Instr& i) const;
+  double base_collective_ms(const Instr& i) const;
+  const CostSpec& spec() const { return cost_; }
+
+ private:
+  double extra(const Program& p, const Instr& i) const;
+  int32_t global_rank(const Program& p) const;
+
+  const ProgramSet* set_;
+  CostSpec cost_;
+  StragglerModel straggler_;
+  std::vector<double> fwd_ms_, bwd_ms_, reduce_ms_, unshard_ms_;  // per virtual stage
+  // One-replica sets: slowest outside member per [pp_rank][stage] for each collective kind.
+  std::vector<std::vector<double>> outside_reduce_ms_, outside_unshard_ms_;
+  std::vector<std::vector<double>> extra_ms_;
+};
+
+}  // namespace ppstream::sim

@@ -1,0 +1,78 @@
+// simulate: compile a configuration under one or both reduction policies, run the engine with
+// the `ascend-mindspore` profile, the config's cost model and straggler model, and report the
+// step's metrics (one pipeline replica, or every replica of the world in cluster mode), over
+// one or more seeded straggler trials. The CLI (`ppstream simulate`) and Python call this.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ppstream/config/config.h"
+#include "ppstream/sim/cost_model.h"
+#include "ppstream/sim/metrics.h"
+
+namespace ppstream::sim {
+
+struct SimOptions {
+  std::vector<ReducePolicy> policies;  // empty: the config's reduce_grad (inline | async)
+  bool cluster = false;                // every DP replica (rank = pp_rank * dp + dp_index)
+  int32_t trials = 1;                  // seeded straggler draws; metrics detail is trial 0
+  std::optional<uint64_t> seed;        // overrides straggler.seed
+  std::string trace_path;              // Chrome trace of trial 0 ("" = none); with several
+  std::string svg_path;                //   policies: NAME.inline.json, NAME.async.json; one SVG
+  // Called after each engine run (done, total): the CLI draws a progress bar with it.
+  std::function<void(int64_t, int64_t, const std::string&)> progress;
+};
+
+struct TrialStats {
+  std::vector<double> step_time_ms;  // one per trial, in trial order
+  double p50_ms = 0, p90_ms = 0, p99_ms = 0, mean_ms = 0;
+};
+
+struct PolicyRun {
+  ReducePolicy policy = ReducePolicy::NONE;
+  SimMetrics metrics;                  // trial 0
+  TrialStats trials;
+  int64_t engine_events = 0;           // trial 0
+  double engine_wall_ms = 0;           // trial 0, wall-clock time of run_engine
+  size_t programs = 0;
+  size_t instructions = 0;
+};
+
+struct SimReport {
+  World world;
+  DPMode mode = DPMode::NONE;
+  CostSpec cost;
+  uint64_t seed = 0;
+  bool cluster = false;
+  std::vector<PolicyRun> runs;
+};
+
+// Throws ConfigError (bad cost/straggler sections, policy without DP) and std::invalid_argument
+// (a deadlocked step, which names every blocked instruction).
+SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts);
+
+// Nearest-rank percentile (q in [0, 100]) of a non-empty sample.
+double percentile(std::vector<double> sample, double q);
+
+// JSON: {"format":"ppstream.sim/1", "world":…, "policies":{"inline":{metrics…}, "async":{…}},
+// "comparison":{…} (two policies)}. Cluster mode lists per-rank detail for replica 0 and a
+// per-PP-rank summary of every replica.
+std::string report_json(const SimReport& report, int indent = 2);
+// Human-readable summary; with two policies a side-by-side table, legacy vs async.
+std::string report_table(const SimReport& report);
+
+// For Python (bound in src/python/module.cpp): runs `simulate` and returns report_json.
+// reduce_grad: "inline" | "async" | "both" | "" (the config's). Writes trace/SVG when paths
+// are non-empty.
+std::string simulate_json(const PipelineConfig& cfg, const std::string& reduce_grad = "", bool cluster = false,
+                          int32_t trials = 1, std::optional<uint64_t> seed = std::nullopt,
+                          const std::string& trace_path = "", const std::string& svg_path = "");
+
+// "inline" → {INLINE}, "async" → {ASYNC}, "both" → {INLINE, ASYNC}; throws std::invalid_argument.
+std::vector<ReducePolicy> parse_policies(const std::string& text);
+
+}  // namespace ppstream::sim

@@ -1,0 +1,175 @@
+#include "ppstream/sim/cost_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "yaml_util.h"
+
+namespace ppstream::sim {
+namespace {
+
+const char* kSection = "cost";
+
+// bytes / (GB/s) in ms; a zero bandwidth means the bandwidth term is free.
+double transfer_ms(double bytes, double gb_per_s) { return gb_per_s > 0 ? bytes / (gb_per_s * 1e9) * 1e3 : 0.0; }
+
+std::vector<double> stage_list(const YAML::Node& node, const std::string& key, int32_t num_stages) {
+  if (!node.IsSequence() || static_cast<int32_t>(node.size()) != num_stages)
+    yaml::fail(kSection, key, node, fmt::format("a list of {} times in ms, one per virtual stage", num_stages));
+  std::vector<double> out;
+  for (const auto& v : node) out.push_back(yaml::number(kSection, key, v, 0.0));
+  return out;
+}
+
+}  // namespace
+
+const char* to_string(LinkSharing s) {
+  switch (s) {
+    case LinkSharing::DEDICATED: return "dedicated";
+    case LinkSharing::FAIR: return "fair";
+    case LinkSharing::P2P_PRIORITY: return "p2p_priority";
+    case LinkSharing::REDUCE_PRIORITY: return "reduce_priority";
+  }
+  return "?";
+}
+
+CostSpec parse_cost_spec(const std::string& yaml_text, int32_t num_stages) {
+  const YAML::Node root = yaml::load_section(kSection, yaml_text);
+  yaml::check_keys(kSection, root,
+                   {"forward_ms_per_layer", "backward_ms_per_layer", "stage_forward_ms", "stage_backward_ms",
+                    "moe_dispatch_ms_per_layer", "moe_combine_ms_per_layer", "optimizer_ms", "p2p_latency_ms",
+                    "p2p_bandwidth_gb_per_s", "activation_bytes", "grad_bytes_per_layer", "param_bytes_per_layer",
+                    "collective_alpha_ms", "shard_bandwidth_gb_per_s", "replicate_bandwidth_gb_per_s", "link_sharing"});
+  CostSpec c;
+  auto num = [&](const char* key, double& field) {
+    if (root[key]) field = yaml::number(kSection, key, root[key], 0.0);
+  };
+  num("forward_ms_per_layer", c.forward_ms_per_layer);
+  num("backward_ms_per_layer", c.backward_ms_per_layer);
+  num("moe_dispatch_ms_per_layer", c.moe_dispatch_ms_per_layer);
+  num("moe_combine_ms_per_layer", c.moe_combine_ms_per_layer);
+  num("optimizer_ms", c.optimizer_ms);
+  num("p2p_latency_ms", c.p2p_latency_ms);
+  num("p2p_bandwidth_gb_per_s", c.p2p_bandwidth_gb_per_s);
+  num("activation_bytes", c.activation_bytes);
+  num("grad_bytes_per_layer", c.grad_bytes_per_layer);
+  num("param_bytes_per_layer", c.param_bytes_per_layer);
+  num("collective_alpha_ms", c.collective_alpha_ms);
+  num("shard_bandwidth_gb_per_s", c.shard_bandwidth_gb_per_s);
+  num("replicate_bandwidth_gb_per_s", c.replicate_bandwidth_gb_per_s);
+  if (root["stage_forward_ms"]) c.stage_forward_ms = stage_list(root["stage_forward_ms"], "stage_forward_ms", num_stages);
+  if (root["stage_backward_ms"]) c.stage_backward_ms = stage_list(root["stage_backward_ms"], "stage_backward_ms", num_stages);
+  if (root["link_sharing"]) {
+    const std::string s = yaml::text(kSection, "link_sharing", root["link_sharing"]);
+    if (s == "dedicated") c.link_sharing = LinkSharing::DEDICATED;
+    else if (s == "fair") c.link_sharing = LinkSharing::FAIR;
+    else if (s == "p2p_priority") c.link_sharing = LinkSharing::P2P_PRIORITY;
+    else if (s == "reduce_priority") c.link_sharing = LinkSharing::REDUCE_PRIORITY;
+    else yaml::fail(kSection, "link_sharing", root["link_sharing"], "dedicated, fair, p2p_priority or reduce_priority");
+  }
+  return c;
+}
+
+double ring_reduce_scatter_ms(int32_t n, double bytes, double alpha_ms, double bw) {
+  if (n <= 1) return 0.0;
+  return (n - 1) * alpha_ms + static_cast<double>(n - 1) / n * transfer_ms(bytes, bw);
+}
+
+double ring_all_gather_ms(int32_t n, double bytes, double alpha_ms, double bw) {
+  return ring_reduce_scatter_ms(n, bytes, alpha_ms, bw);
+}
+
+double ring_all_reduce_ms(int32_t n, double bytes, double alpha_ms, double bw) {
+  return 2.0 * ring_reduce_scatter_ms(n, bytes, alpha_ms, bw);
+}
+
+SimCostModel::SimCostModel(const ProgramSet& set, const PipelineConfig& cfg, CostSpec cost, StragglerModel straggler)
+    : set_(&set), cost_(std::move(cost)), straggler_(std::move(straggler)) {
+  const int32_t S = cfg.num_stages();
+  if (static_cast<int32_t>(cfg.stage_layers.size()) != S)
+    throw std::invalid_argument(fmt::format("simulate: config has {} stage layer ranges for {} virtual stages",
+                                            cfg.stage_layers.size(), S));
+  const World& w = set.world;
+  for (int32_t s = 0; s < S; ++s) {
+    const double layers = cfg.stage_layers[static_cast<size_t>(s)].count();
+    const double moe = layers * (cost_.moe_dispatch_ms_per_layer + cost_.moe_combine_ms_per_layer);
+    const auto idx = static_cast<size_t>(s);
+    fwd_ms_.push_back((cost_.stage_forward_ms.empty() ? layers * cost_.forward_ms_per_layer : cost_.stage_forward_ms[idx]) + moe);
+    bwd_ms_.push_back((cost_.stage_backward_ms.empty() ? layers * cost_.backward_ms_per_layer : cost_.stage_backward_ms[idx]) + moe);
+    const double grad = layers * cost_.grad_bytes_per_layer;
+    const double rs = ring_reduce_scatter_ms(w.shard, grad, cost_.collective_alpha_ms, cost_.shard_bandwidth_gb_per_s);
+    const double ar = ring_all_reduce_ms(w.replicate, grad / std::max(1, w.shard), cost_.collective_alpha_ms,
+                                         cost_.replicate_bandwidth_gb_per_s);
+    reduce_ms_.push_back(rs + ar);
+    unshard_ms_.push_back(ring_all_gather_ms(w.shard, layers * cost_.param_bytes_per_layer, cost_.collective_alpha_ms,
+                                             cost_.shard_bandwidth_gb_per_s));
+  }
+  if (!w.expanded) {
+    outside_reduce_ms_.assign(static_cast<size_t>(w.pp), std::vector<double>(static_cast<size_t>(S), 0.0));
+    outside_unshard_ms_ = outside_reduce_ms_;
+    for (int32_t r = 0; r < w.pp; ++r)
+      for (int32_t s = r; s < S; s += w.pp) {
+        outside_reduce_ms_[static_cast<size_t>(r)][static_cast<size_t>(s)] =
+            straggler_.slowest_outside_ms(r, CollectiveKind::REDUCE_GRAD, Stage{s});
+        outside_unshard_ms_[static_cast<size_t>(r)][static_cast<size_t>(s)] =
+            straggler_.slowest_outside_ms(r, CollectiveKind::UNSHARD, Stage{s});
+      }
+  }
+}
+
+int32_t SimCostModel::global_rank(const Program& p) const {
+  return set_->world.expanded ? p.rank.v : p.pp_rank * set_->world.dp();
+}
+
+double SimCostModel::extra(const Program& p, const Instr& i) const {
+  if (extra_ms_.empty()) return 0.0;
+  const auto& progs = set_->programs;
+  if (&p < progs.data() || &p >= progs.data() + progs.size()) return 0.0;
+  const auto& row = extra_ms_[static_cast<size_t>(&p - progs.data())];
+  if (&i < p.instrs.data() || &i >= p.instrs.data() + p.instrs.size() || row.empty()) return 0.0;
+  return row[static_cast<size_t>(&i - p.instrs.data())];
+}
+
+double SimCostModel::compute_ms(const Program& /*p*/, const Instr& i) const {
+  switch (i.op) {
+    case OpKind::F: return fwd_ms_.at(static_cast<size_t>(i.stage.v));
+    case OpKind::B: return bwd_ms_.at(static_cast<size_t>(i.stage.v));
+    case OpKind::OPT_STEP: return cost_.optimizer_ms;
+    default: return 0.0;
+  }
+}
+
+double SimCostModel::base_batch_ms(const Instr& i) const {
+  int32_t sends = 0, recvs = 0;
+  for (const P2POp& op : i.p2p) (is_send(op.kind) ? sends : recvs) += 1;
+  // Both directions of a link run at once; ops in one direction share it.
+  return cost_.p2p_latency_ms + transfer_ms(std::max(sends, recvs) * cost_.activation_bytes, cost_.p2p_bandwidth_gb_per_s);
+}
+
+double SimCostModel::batch_ms(const Program& p, const Instr& i) const { return base_batch_ms(i) + extra(p, i); }
+
+double SimCostModel::base_collective_ms(const Instr& i) const {
+  const auto s = static_cast<size_t>(i.stage.v);
+  return i.op == OpKind::UNSHARD ? unshard_ms_.at(s) : i.op == OpKind::REDUCE_GRAD ? reduce_ms_.at(s) : 0.0;
+}
+
+double SimCostModel::collective_ms(const Program& p, const Instr& i) const { return base_collective_ms(i) + extra(p, i); }
+
+double SimCostModel::arrival_delay_ms(const Program& p, const Instr& i) const {
+  if (i.op != OpKind::UNSHARD && i.op != OpKind::REDUCE_GRAD) return 0.0;
+  const auto kind = i.op == OpKind::UNSHARD ? CollectiveKind::UNSHARD : CollectiveKind::REDUCE_GRAD;
+  return straggler_.delay_ms(global_rank(p), kind, i.stage);
+}
+
+double SimCostModel::external_arrival_ms(const Program& p, const Instr& i) const {
+  if (set_->world.expanded) return 0.0;
+  const auto r = static_cast<size_t>(p.pp_rank);
+  const auto s = static_cast<size_t>(i.stage.v);
+  if (i.op == OpKind::REDUCE_GRAD) return outside_reduce_ms_.at(r).at(s);
+  if (i.op == OpKind::UNSHARD) return outside_unshard_ms_.at(r).at(s);
+  return 0.0;
+}
+
+}  // namespace ppstream::sim

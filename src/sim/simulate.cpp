@@ -1,0 +1,222 @@
+#include "ppstream/sim/simulate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <stdexcept>
+
+#include "ppstream/engine/engine.h"
+#include "ppstream/lower/lower.h"
+#include "ppstream/sim/trace.h"
+#include "ppstream/verify/verify.h"
+
+namespace ppstream::sim {
+namespace {
+
+using Intervals = std::vector<std::pair<double, double>>;
+
+Intervals merged(Intervals v) {
+  std::sort(v.begin(), v.end());
+  Intervals out;
+  for (auto iv : v) {
+    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
+    else out.push_back(iv);
+  }
+  return out;
+}
+
+double overlap(std::pair<double, double> a, const Intervals& sorted) {
+  double total = 0;
+  for (auto [s, e] : sorted) total += std::max(0.0, std::min(a.second, e) - std::max(a.first, s));
+  return total;
+}
+
+// Link sharing, first order: from a run without contention, each transfer (P2P batch after its
+// match, REDUCE_GRAD after its last arrival) that overlaps the other kind's transfers on the
+// same rank is lengthened — fully for the lower priority, by half each when shared fairly.
+std::vector<std::vector<double>> link_extras(const ProgramSet& set, const EngineResult& run, const SimCostModel& cost) {
+  const LinkSharing mode = cost.spec().link_sharing;
+  std::vector<std::vector<double>> extra(set.programs.size());
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    const Program& prog = set.programs[p];
+    Intervals p2p, reduce;
+    for (size_t k = 0; k < prog.instrs.size(); ++k) {
+      const Instr& i = prog.instrs[k];
+      const InstrTiming& t = run.timing[p][k];
+      if (i.op == OpKind::BATCH) p2p.emplace_back(t.end_ms - cost.base_batch_ms(i), t.end_ms);
+      if (i.op == OpKind::REDUCE_GRAD) reduce.emplace_back(t.end_ms - cost.base_collective_ms(i), t.end_ms);
+    }
+    p2p = merged(std::move(p2p));
+    reduce = merged(std::move(reduce));
+    extra[p].assign(prog.instrs.size(), 0.0);
+    for (size_t k = 0; k < prog.instrs.size(); ++k) {
+      const Instr& i = prog.instrs[k];
+      const InstrTiming& t = run.timing[p][k];
+      if (i.op == OpKind::BATCH && mode != LinkSharing::P2P_PRIORITY) {
+        const double o = overlap({t.end_ms - cost.base_batch_ms(i), t.end_ms}, reduce);
+        extra[p][k] = mode == LinkSharing::FAIR ? o / 2 : o;
+      }
+      if (i.op == OpKind::REDUCE_GRAD && mode != LinkSharing::REDUCE_PRIORITY) {
+        const double o = overlap({t.end_ms - cost.base_collective_ms(i), t.end_ms}, p2p);
+        extra[p][k] = mode == LinkSharing::FAIR ? o / 2 : o;
+      }
+    }
+  }
+  return extra;
+}
+
+std::string with_suffix(const std::string& path, const std::string& suffix) {
+  const auto slash = path.find_last_of('/');
+  const auto dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + "." + suffix;
+  return path.substr(0, dot) + "." + suffix + path.substr(dot);
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  if (!f) throw std::invalid_argument("simulate: cannot write " + path);
+  f << text;
+  if (!f) throw std::invalid_argument("simulate: error writing " + path);
+}
+
+}  // namespace
+
+double percentile(std::vector<double> sample, double q) {
+  if (sample.empty()) throw std::invalid_argument("percentile of an empty sample");
+  std::sort(sample.begin(), sample.end());
+  const auto n = static_cast<double>(sample.size());
+  const auto rank = static_cast<size_t>(std::max(1.0, std::ceil(q / 100.0 * n)));
+  return sample[std::min(rank, sample.size()) - 1];
+}
+
+std::vector<ReducePolicy> parse_policies(const std::string& text) {
+  if (text == "inline") return {ReducePolicy::INLINE};
+  if (text == "async") return {ReducePolicy::ASYNC};
+  if (text == "both") return {ReducePolicy::INLINE, ReducePolicy::ASYNC};
+  if (text.empty()) return {};
+  throw std::invalid_argument("--reduce-grad " + text + ": expected inline, async or both");
+}
+
+SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
+  if (opts.trials < 1) throw std::invalid_argument(fmt::format("simulate: --trials {}: expected at least 1", opts.trials));
+  std::vector<ReducePolicy> policies = opts.policies;
+  if (policies.empty()) policies = {cfg.mode == DPMode::NONE ? ReducePolicy::NONE : cfg.reduce_grad};
+  if (cfg.mode == DPMode::NONE && std::any_of(policies.begin(), policies.end(), [](ReducePolicy p) { return p != ReducePolicy::NONE; }))
+    throw ConfigError("config: simulate --reduce-grad needs data parallelism (data_parallel.mode: fsdp or hsdp); this config has none");
+
+  SimReport report;
+  report.cluster = opts.cluster;
+  report.mode = cfg.mode;
+  const World world = cfg.world(opts.cluster);
+  report.world = world;
+  const auto cost_it = cfg.extra_sections.find("cost");
+  report.cost = cost_it == cfg.extra_sections.end() ? CostSpec{} : parse_cost_spec(cost_it->second, cfg.num_stages());
+  const auto strag_it = cfg.extra_sections.find("straggler");
+  StragglerSpec straggler = strag_it == cfg.extra_sections.end() ? StragglerSpec{} : parse_straggler_spec(strag_it->second, world.dp());
+  if (opts.seed) straggler.seed = *opts.seed;
+  report.seed = straggler.seed;
+
+  const int64_t total = static_cast<int64_t>(policies.size()) * opts.trials;
+  int64_t done = 0;
+  const int32_t dp = world.dp();
+  const ProgramFilter replica0 = [dp, cluster = opts.cluster](const Program& p) {
+    return !cluster || p.rank.v == p.pp_rank * dp;
+  };
+  std::vector<ProgramSet> sets;
+  std::vector<EngineResult> firsts;
+  sets.reserve(policies.size());
+  for (ReducePolicy policy : policies) {
+    PipelineConfig c = cfg;
+    if (policy != ReducePolicy::NONE) c.reduce_grad = policy;
+    // Verify the finished one-replica set once; the expanded world is its replication
+    // (expand-world), too large to verify on every run.
+    LowerOptions once;
+    once.verify_each_pass = false;
+    ProgramSet set = compile(c, once);
+    if (const auto violations = verify(set, {}); !violations.empty()) {
+      std::string msg = fmt::format("simulate: the {} programs do not verify ({} violation(s)):", to_string(policy), violations.size());
+      for (const Violation& v : violations) msg += "\n  " + v.to_string();
+      throw std::invalid_argument(msg);
+    }
+    if (opts.cluster) {
+      LowerOptions lo;
+      lo.expanded = true;
+      lo.verify_each_pass = false;
+      set = compile(c, lo);
+    }
+    sets.push_back(std::move(set));
+    const ProgramSet& s = sets.back();
+    PolicyRun pr;
+    pr.policy = policy;
+    pr.programs = s.programs.size();
+    for (const Program& p : s.programs) pr.instructions += p.instrs.size();
+    for (int32_t trial = 0; trial < opts.trials; ++trial) {
+      SimCostModel model(s, c, report.cost, StragglerModel(straggler, world, static_cast<uint64_t>(trial)));
+      EngineOptions eo;
+      eo.platform = PlatformKind::ASCEND_MINDSPORE;
+      eo.cost = &model;
+      const auto t0 = std::chrono::steady_clock::now();
+      EngineResult run = run_engine(s, eo);
+      if (run.completed && report.cost.link_sharing != LinkSharing::DEDICATED) {
+        model.set_extra_ms(link_extras(s, run, model));
+        run = run_engine(s, eo);
+      }
+      const auto t1 = std::chrono::steady_clock::now();
+      if (!run.completed)
+        throw std::invalid_argument(fmt::format("simulate: {} step did not complete:\n{}", to_string(policy), format_deadlock(s, run)));
+      pr.trials.step_time_ms.push_back(run.makespan_ms);
+      if (trial == 0) {
+        MetricsOptions mo;
+        mo.detail = replica0;
+        pr.metrics = compute_metrics(s, run, model, mo);
+        pr.engine_events = run.events_processed;
+        pr.engine_wall_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+        if (!opts.trace_path.empty()) {
+          const std::string path = policies.size() > 1 ? with_suffix(opts.trace_path, to_string(policy)) : opts.trace_path;
+          std::ofstream f(path);
+          if (!f) throw std::invalid_argument("simulate: cannot write " + path);
+          const SimMetrics& m = pr.metrics;
+          write_chrome_trace(f, s, run, model, replica0,
+                             fmt::format(R"({{"policy":"{}","step_time_ms":{},"bubble_ratio":{},"reduce_exposed_ms":{}}})",
+                                         to_string(policy), m.step_time_ms, m.bubble_ratio, m.reduce_exposed_ms));
+        }
+        firsts.push_back(std::move(run));
+      }
+      if (opts.progress) opts.progress(++done, total, to_string(policy));
+    }
+    const auto& st = pr.trials.step_time_ms;
+    pr.trials.p50_ms = percentile(st, 50);
+    pr.trials.p90_ms = percentile(st, 90);
+    pr.trials.p99_ms = percentile(st, 99);
+    double sum = 0;
+    for (double v : st) sum += v;
+    pr.trials.mean_ms = sum / static_cast<double>(st.size());
+    report.runs.push_back(std::move(pr));
+    // Only the SVG needs a policy's programs and timings after its metrics (a cluster set is ~1 GB).
+    if (opts.svg_path.empty()) sets.back() = ProgramSet{}, firsts.back() = EngineResult{};
+  }
+  if (!opts.svg_path.empty()) {
+    std::vector<SvgPanel> panels;
+    for (size_t n = 0; n < sets.size(); ++n)
+      panels.push_back({fmt::format("reduce_grad: {}", to_string(policies[n])), &sets[n], &firsts[n]});
+    write_file(opts.svg_path, render_svg(panels, replica0));
+  }
+  return report;
+}
+
+std::string simulate_json(const PipelineConfig& cfg, const std::string& reduce_grad, bool cluster, int32_t trials,
+                          std::optional<uint64_t> seed, const std::string& trace_path, const std::string& svg_path) {
+  SimOptions o;
+  o.policies = parse_policies(reduce_grad);
+  o.cluster = cluster;
+  o.trials = trials;
+  o.seed = seed;
+  o.trace_path = trace_path;
+  o.svg_path = svg_path;
+  return report_json(simulate(cfg, o));
+}
+
+}  // namespace ppstream::sim

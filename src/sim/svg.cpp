@@ -1,0 +1,135 @@
+// The SVG pipeline diagram (see trace.h): hand-written SVG 1.1, no scripts, readable in any
+// browser. Geometry: 160 px label column, 1400 px of time, two 18 px lanes per rank.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "ppstream/sim/trace.h"
+
+namespace ppstream::sim {
+namespace {
+
+constexpr double kLeft = 170, kWidth = 1400, kLane = 18, kRankGap = 8, kPanelHead = 34, kAxis = 26;
+
+const char* kF = "#4e79a7";
+const char* kB = "#59a14f";
+const char* kWait = "#e15759";
+const char* kP2P = "#f28e2b";
+const char* kReduce = "#b07aa1";
+const char* kUnshard = "#9d9d9d";
+const char* kOpt = "#9c755f";
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
+double nice_step(double span) {
+  const double raw = span / 10.0;
+  const double mag = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-9))));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * mag >= raw) return m * mag;
+  return 10 * mag;
+}
+
+}  // namespace
+
+std::string render_svg(const std::vector<SvgPanel>& panels, const ProgramFilter& filter) {
+  double span = 0;
+  size_t rows = 0;
+  for (const SvgPanel& pn : panels) {
+    span = std::max(span, pn.run->makespan_ms);
+    for (const Program& p : pn.set->programs) rows += (!filter || filter(p)) ? 1 : 0;
+  }
+  span = std::max(span, 1e-9);
+  const double scale = kWidth / span;
+  const double height = 40 + static_cast<double>(panels.size()) * (kPanelHead + kAxis) +
+                        static_cast<double>(rows) * (2 * kLane + kRankGap) + 30;
+  std::ostringstream o;
+  o << fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" font-family="sans-serif" font-size="10">)",
+                   kLeft + kWidth + 20, height)
+    << "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  // Legend.
+  double lx = kLeft;
+  for (auto [color, name] : std::vector<std::pair<const char*, const char*>>{
+           {kF, "forward"}, {kB, "backward"}, {kP2P, "P2P batch"}, {kReduce, "REDUCE_GRAD"}, {kUnshard, "UNSHARD"},
+           {kWait, "stream wait (EVENT_WAIT)"}, {kOpt, "optimizer"}}) {
+    o << fmt::format(R"(<rect x="{:.1f}" y="8" width="12" height="12" fill="{}"/><text x="{:.1f}" y="18">{}</text>)", lx, color, lx + 16, name)
+      << "\n";
+    lx += 150;
+  }
+  double y = 40;
+  for (const SvgPanel& pn : panels) {
+    o << fmt::format(R"(<text x="10" y="{:.1f}" font-size="14" font-weight="bold">{} — step {:.1f} ms</text>)", y + 20,
+                     escape(pn.title), pn.run->makespan_ms)
+      << "\n";
+    y += kPanelHead;
+    // Time axis, its grid lines spanning the panel's rows.
+    size_t panel_rows = 0;
+    for (const Program& p : pn.set->programs) panel_rows += (!filter || filter(p)) ? 1 : 0;
+    const double bottom = y + kAxis + static_cast<double>(panel_rows) * (2 * kLane + kRankGap);
+    const double step = nice_step(span);
+    for (double t = 0; t <= span + 1e-9; t += step) {
+      const double x = kLeft + t * scale;
+      o << fmt::format(R"(<line x1="{0:.1f}" x2="{0:.1f}" y1="{1:.1f}" y2="{2:.1f}" stroke="#ddd"/><text x="{0:.1f}" y="{3:.1f}" text-anchor="middle">{4:g} ms</text>)",
+                       x, y + 12, bottom, y + 10, t)
+        << "\n";
+    }
+    y += kAxis - 6;
+    for (size_t p = 0; p < pn.set->programs.size(); ++p) {
+      const Program& prog = pn.set->programs[p];
+      if (filter && !filter(prog)) continue;
+      o << fmt::format(R"(<text x="10" y="{:.1f}">r{} (pp {}) compute</text><text x="10" y="{:.1f}" fill="#666">comm</text>)",
+                       y + 13, prog.rank.v, prog.pp_rank, y + kLane + 13)
+        << "\n";
+      for (size_t k = 0; k < prog.instrs.size(); ++k) {
+        const Instr& i = prog.instrs[k];
+        const InstrTiming& t = pn.run->timing[p][k];
+        const bool on_compute = i.stream == "compute";
+        double a = t.start_ms, b = t.end_ms;
+        const char* color = nullptr;
+        std::string label, tip;
+        double lane = on_compute ? 0 : 1;
+        switch (i.op) {
+          case OpKind::F: color = kF, label = fmt::format("{}/{}", i.mb.v, i.stage.v), tip = fmt::format("F mb{} s{}", i.mb.v, i.stage.v); break;
+          case OpKind::B: color = kB, label = fmt::format("{}/{}", i.mb.v, i.stage.v), tip = fmt::format("B mb{} s{}", i.mb.v, i.stage.v); break;
+          case OpKind::OPT_STEP: color = kOpt, tip = "OPT_STEP"; break;
+          case OpKind::BATCH: color = kP2P, lane = 1, tip = fmt::format("BATCH on {} ({} ops)", i.stream, i.p2p.size()); break;
+          case OpKind::REDUCE_GRAD: color = kReduce, lane = 1, label = fmt::format("R s{}", i.stage.v), tip = fmt::format("REDUCE_GRAD s{} on {}", i.stage.v, i.stream); break;
+          case OpKind::UNSHARD: color = kUnshard, lane = 1, label = fmt::format("U s{}", i.stage.v), tip = fmt::format("UNSHARD s{}", i.stage.v); break;
+          case OpKind::WAIT:
+            if (on_compute) a = t.ready_ms, b = t.start_ms, color = kWait, tip = "EVENT_WAIT " + i.event;
+            break;
+          default: break;
+        }
+        if (!color || b - a <= 0) continue;
+        const double x = kLeft + a * scale, w = std::max((b - a) * scale, 0.5);
+        const double ry = y + lane * kLane + 2;
+        o << fmt::format(R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{:.1f}" fill="{}" stroke="white" stroke-width="0.3"><title>{} {:.3f}–{:.3f} ms</title></rect>)",
+                         x, ry, w, kLane - 4, color, escape(tip), a, b);
+        // Inline collectives block compute: show the wait on the compute lane too.
+        if ((i.op == OpKind::REDUCE_GRAD || i.op == OpKind::UNSHARD) && on_compute)
+          o << fmt::format(R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{:.1f}" fill="{}" opacity="0.8"><title>EVENT_WAIT on {} {:.3f}–{:.3f} ms</title></rect>)",
+                           x, y + 2, w, kLane - 4, kWait, escape(tip), a, b);
+        if (!label.empty() && w > 6.0 * static_cast<double>(label.size()))
+          o << fmt::format(R"(<text x="{:.2f}" y="{:.1f}" text-anchor="middle" fill="white">{}</text>)", x + w / 2, ry + 10, label);
+        o << "\n";
+      }
+      y += 2 * kLane + kRankGap;
+    }
+    y += 6;
+  }
+  o << "</svg>\n";
+  return o.str();
+}
+
+}  // namespace ppstream::sim

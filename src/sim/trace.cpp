@@ -1,0 +1,60 @@
+#include "ppstream/sim/trace.h"
+
+#include <fmt/format.h>
+
+#include "ppstream/analyze/trace_writer.h"
+#include "ppstream/program/format.h"
+
+namespace ppstream::sim {
+namespace {
+constexpr double kUsPerMs = 1000.0;
+}  // namespace
+
+void write_chrome_trace(std::ostream& out, const ProgramSet& set, const EngineResult& run, const CostModel& /*cost*/,
+                        const ProgramFilter& filter, const std::string& metrics_json) {
+  using analyze::SliceKind;
+  analyze::TraceWriter w("simulator", true);
+  if (!metrics_json.empty()) w.set_producer_metrics(metrics_json);
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    const Program& prog = set.programs[p];
+    if (filter && !filter(prog)) continue;
+    const Rank r = prog.rank;
+    w.set_pp_rank(r, prog.pp_rank);
+    w.stream(r, "compute");
+    for (size_t k = 0; k < prog.instrs.size(); ++k) {
+      const Instr& i = prog.instrs[k];
+      const InstrTiming& t = run.timing[p][k];
+      const double s_us = t.start_ms * kUsPerMs, d_us = (t.end_ms - t.start_ms) * kUsPerMs;
+      switch (i.op) {
+        case OpKind::F:
+        case OpKind::B:
+        case OpKind::OPT_STEP:
+        case OpKind::RESHARD:
+          if (d_us > 0) w.slice(r, i.stream, to_text(r, i), s_us, d_us, SliceKind::COMPUTE);
+          break;
+        case OpKind::BATCH:
+          w.slice(r, i.stream, to_text(r, i), s_us, d_us, SliceKind::P2P);
+          break;
+        case OpKind::UNSHARD:
+        case OpKind::REDUCE_GRAD: {
+          const std::string group = i.op == OpKind::UNSHARD ? fmt::format("shard[pp{}]", prog.pp_rank)
+                                                            : fmt::format("dp[pp{}]", prog.pp_rank);
+          // Issued on compute: HCCL runs on its own stream and compute waits (CommHandle.wait).
+          const bool on_compute = i.stream == "compute";
+          w.slice(r, on_compute ? "compute:hccl" : i.stream, to_text(r, i), s_us, d_us, SliceKind::COLLECTIVE, group);
+          if (on_compute && d_us > 0) w.wait(r, i.stream, "CommHandle.wait", to_text(r, i), s_us, d_us);
+          break;
+        }
+        case OpKind::WAIT:
+          if (t.start_ms > t.ready_ms)
+            w.wait(r, i.stream, i.event, to_text(r, i), t.ready_ms * kUsPerMs, (t.start_ms - t.ready_ms) * kUsPerMs);
+          break;
+        case OpKind::RECORD:
+          break;
+      }
+    }
+  }
+  w.write(out);
+}
+
+}  // namespace ppstream::sim
