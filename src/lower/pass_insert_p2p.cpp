@@ -34,38 +34,57 @@ TransferId transfer_of(const P2POp& op) {
   return {!is_forward(op.kind), op.mb.v, producer};
 }
 
-// A cycle in the graph (as its nodes), or empty: iterative depth-first search.
-std::vector<TransferId> find_cycle(const std::map<TransferId, std::vector<TransferId>>& next) {
-  enum Color { WHITE, GREY, BLACK };
-  std::map<TransferId, Color> color;
-  for (const auto& [root, unused] : next) {
-    if (color[root] != WHITE) continue;
-    std::vector<std::pair<TransferId, size_t>> stack{{root, 0}};
-    color[root] = GREY;
-    while (!stack.empty()) {
-      auto& [node, child] = stack.back();
-      auto it = next.find(node);
-      if (it == next.end() || child >= it->second.size()) {
-        color[node] = BLACK;
-        stack.pop_back();
+// Marks every node that lies on a cycle (in a strongly connected component of two or more
+// nodes, or with a self-loop): Tarjan's algorithm, iterative. Returns whether any does.
+bool mark_cycles(const std::vector<std::vector<int32_t>>& next, std::vector<bool>& on_cycle) {
+  const auto n = static_cast<int32_t>(next.size());
+  std::vector<int32_t> index(next.size(), -1), low(next.size(), 0);
+  std::vector<bool> on_stack(next.size(), false);
+  std::vector<int32_t> scc_stack;
+  std::vector<std::pair<int32_t, size_t>> dfs;
+  on_cycle.assign(next.size(), false);
+  bool any = false;
+  int32_t counter = 0;
+  for (int32_t root = 0; root < n; ++root) {
+    if (index[root] >= 0) continue;
+    dfs.assign(1, {root, 0});
+    index[root] = low[root] = counter++;
+    scc_stack.push_back(root);
+    on_stack[root] = true;
+    while (!dfs.empty()) {
+      const int32_t v = dfs.back().first;
+      const size_t child = dfs.back().second++;
+      if (child < next[v].size()) {
+        const int32_t w = next[v][child];
+        if (index[w] < 0) {
+          index[w] = low[w] = counter++;
+          scc_stack.push_back(w);
+          on_stack[w] = true;
+          dfs.emplace_back(w, 0);
+        } else if (on_stack[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
         continue;
       }
-      const TransferId to = it->second[child++];
-      if (color[to] == GREY) {
-        std::vector<TransferId> cycle;
-        for (auto s = stack.rbegin(); s != stack.rend(); ++s) {
-          cycle.push_back(s->first);
-          if (s->first == to) break;
-        }
-        return cycle;
-      }
-      if (color[to] == WHITE) {
-        color[to] = GREY;
-        stack.emplace_back(to, 0);
+      dfs.pop_back();
+      if (!dfs.empty()) low[dfs.back().first] = std::min(low[dfs.back().first], low[v]);
+      if (low[v] != index[v]) continue;
+      std::vector<int32_t> scc;
+      int32_t w = -1;
+      do {
+        w = scc_stack.back();
+        scc_stack.pop_back();
+        on_stack[w] = false;
+        scc.push_back(w);
+      } while (w != v);
+      const bool self_loop = std::find(next[v].begin(), next[v].end(), v) != next[v].end();
+      if (scc.size() > 1 || self_loop) {
+        any = true;
+        for (int32_t x : scc) on_cycle[x] = true;
       }
     }
   }
-  return {};
+  return any;
 }
 
 // Splits the slot batches ([rank][slot] = ops in transfer order) into pieces until, for every
@@ -175,6 +194,8 @@ ProgramSet insert_p2p(const ProgramSet& in, const PipelineConfig& cfg) {
     P2POp op;
     size_t slot = 0;
     size_t earliest = 0;
+    int32_t id = 0;       // dense transfer id
+    TransferKey key{};
   };
   std::vector<std::vector<Placed>> placed(out.programs.size());
   for (size_t pi = 0; pi < out.programs.size(); ++pi) {
@@ -203,29 +224,35 @@ ProgramSet insert_p2p(const ProgramSet& in, const PipelineConfig& cfg) {
   }
   // Each rank's op sequence (slot, then key) must be consistent with one global order of
   // transfers, else blocking execution can deadlock. While the "precedes" graph over transfers
-  // has a cycle, move the late receives on it back to their key-order gap; the all-key-order
-  // placement is acyclic, so this ends.
+  // has cycles, move the late receives on them (every strongly connected component) back to
+  // their key-order gap; the all-key-order placement is acyclic, so this ends.
+  // Transfers as dense ids (each appears on its two ranks) with their keys, computed once.
+  std::map<TransferId, int32_t> ids;
+  for (auto& ops : placed)
+    for (Placed& x : ops) {
+      x.id = ids.emplace(transfer_of(x.op), static_cast<int32_t>(ids.size())).first->second;
+      x.key = key_of(x.op);
+    }
   auto sequence_of = [&](size_t pi) {
     std::vector<const Placed*> seq;
     for (const Placed& x : placed[pi]) seq.push_back(&x);
-    std::stable_sort(seq.begin(), seq.end(), [&](const Placed* x, const Placed* y) {
-      return std::make_pair(x->slot, key_of(x->op)) < std::make_pair(y->slot, key_of(y->op));
+    std::stable_sort(seq.begin(), seq.end(), [](const Placed* x, const Placed* y) {
+      return std::tie(x->slot, x->key) < std::tie(y->slot, y->key);
     });
     return seq;
   };
   for (;;) {
-    std::map<TransferId, std::vector<TransferId>> next;
+    std::vector<std::vector<int32_t>> next(ids.size());
     for (size_t pi = 0; pi < placed.size(); ++pi) {
       const auto seq = sequence_of(pi);
-      for (size_t k = 1; k < seq.size(); ++k) next[transfer_of(seq[k - 1]->op)].push_back(transfer_of(seq[k]->op));
+      for (size_t k = 1; k < seq.size(); ++k) next[seq[k - 1]->id].push_back(seq[k]->id);
     }
-    const std::vector<TransferId> cycle = find_cycle(next);
-    if (cycle.empty()) break;
-    const std::set<TransferId> on_cycle(cycle.begin(), cycle.end());
+    std::vector<bool> on_cycle;
+    if (!mark_cycles(next, on_cycle)) break;
     bool moved = false;
     for (auto& ops : placed)
       for (Placed& x : ops)
-        if (!is_send(x.op.kind) && x.slot != x.earliest && on_cycle.count(transfer_of(x.op))) {
+        if (!is_send(x.op.kind) && x.slot != x.earliest && on_cycle[x.id]) {
           x.slot = x.earliest;
           moved = true;
         }
