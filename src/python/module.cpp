@@ -13,6 +13,7 @@
 #include "ppstream/config/config.h"
 #include "ppstream/lower/lower.h"
 #include "ppstream/program/format.h"
+#include "ppstream/sim/simulate.h"
 #include "ppstream/verify/verify.h"
 
 namespace py = pybind11;
@@ -85,6 +86,21 @@ PYBIND11_MODULE(_core, m) {
         return out;
       },
       py::arg("programs_text"), py::arg("platform") = "all", "Verify programs in canonical text form.");
+  m.def(
+      "simulate",
+      [](const std::string& path, const std::string& reduce_grad, bool cluster, int32_t trials,
+         std::optional<uint64_t> seed, const std::string& trace, const std::string& svg,
+         const std::map<std::string, std::string>& overrides) {
+        PipelineConfig cfg = load_config_file(path);
+        for (const auto& [k, v] : overrides) apply_override(cfg, k, v);
+        return sim::simulate_json(cfg, reduce_grad, cluster, trials, seed, trace, svg);
+      },
+      py::arg("config_path"), py::arg("reduce_grad") = "", py::arg("cluster") = false, py::arg("trials") = 1,
+      py::arg("seed") = py::none(), py::arg("trace") = "", py::arg("svg") = "",
+      py::arg("overrides") = std::map<std::string, std::string>{},
+      "Simulate one training step (docs/simulate.md): reduce_grad 'inline' | 'async' | 'both' | '' (the\n"
+      "config's); cluster=True runs every PP replica of the world; trials>1 draws stragglers per seed.\n"
+      "Writes a Chrome trace / SVG when paths are given; returns the metrics JSON (str, times in ms).");
   m.def(
       "analyze",
       [](const std::vector<std::string>& paths, std::optional<int64_t> step) {

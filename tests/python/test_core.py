@@ -79,3 +79,14 @@ def test_cli_compile_prints_seed_rank(tmp_path):
     res = subprocess.run([exe, "compile", str(SEED), "--rank", "3"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "r3 p2p.2 BATCH{RECV_B mb12 s3 <-r0; SEND_B mb15 s7 ->r2}" in res.stdout
+
+
+def test_simulate_seed_shows_the_474ms_wait_only_inline():
+    report = json.loads(ppstream.simulate(str(ROOT / "examples" / "seed-300b-moe.yaml"), reduce_grad="both"))
+    cmp = report["comparison"]
+    r1 = next(w for w in cmp["longest_p2p_wait"] if w["rank"] == 1)
+    assert r1["peer"] == 2 and r1["event"].startswith("recv_B")
+    assert r1["inline_ms"] >= 400.0
+    assert r1["async_ms"] <= 1.0
+    assert cmp["step_time_ms"]["async"] < cmp["step_time_ms"]["inline"]
+    assert cmp["reduce_overlap_ratio"]["async"] > cmp["reduce_overlap_ratio"]["inline"]
