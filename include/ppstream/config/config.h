@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -31,6 +33,9 @@ struct PipelineConfig {
   // Layers of global virtual stage s (size p*v), from pipeline_parallel_layers_per_stage
   // (one string per PP rank, "a-b,c-d" = chunk 0, chunk 1) or an even split of num_layers.
   std::vector<LayerRange> stage_layers;
+  // pipeline_parallel_layers_per_stage as given (one string per PP rank); empty: even split of
+  // num_layers (the first num_layers % (p*v) stages get one extra layer).
+  std::vector<std::string> layers_per_stage;
   bool pipeline_parallel_overlap_p2p = false;    // defer the recv wait to the consuming compute
   bool pipeline_parallel_overlap_b_f = false;    // pair a backward with the next forward (one batch)
   P2PTransport pipeline_parallel_p2p_transport = P2PTransport::BATCH;
@@ -40,14 +45,26 @@ struct PipelineConfig {
   int32_t replicate_size = 1;
   bool reshard_after_backward = true;
   int32_t max_active_stages = 0;                 // UNSHARD prefetch depth; 0 = unset (means v)
-  ReducePolicy reduce_grad = ReducePolicy::INLINE;  // NONE when mode == NONE
+  // Must be NONE iff mode == NONE (validate checks it; the loader derives it). INLINE is
+  // the fsdp/hsdp default; code that builds a mode-NONE config sets NONE itself.
+  ReducePolicy reduce_grad = ReducePolicy::INLINE;
   bool sync_last_reduce = true;                  // async: keep the last local stage's reduction on compute
 
   // Any further top-level sections (e.g. `cost:` for the simulator, `model:` for the runtime)
   // are kept verbatim as YAML text for their own readers; see `extra_sections`.
   std::map<std::string, std::string> extra_sections;
 
+  // Keys set by the YAML or by overrides, dotted for data_parallel ("data_parallel.mode").
+  // Keys not in it take derived defaults when the loader or apply_override re-derives:
+  // schedule from the interleave number, reduce_grad from the mode, num_layers from the layer
+  // strings. A config built in code has it empty; validate() then checks the fields as they are.
+  std::set<std::string> given_keys;
+
   int32_t num_stages() const { return pipeline_parallel_size * pipeline_parallel_interleave_num; }
+  // UNSHARD prefetch depth in effect: max_active_stages, or v when unset (0).
+  int32_t active_stage_limit() const {
+    return max_active_stages > 0 ? max_active_stages : pipeline_parallel_interleave_num;
+  }
   World world(bool expanded) const;
 };
 
@@ -66,14 +83,27 @@ const std::vector<std::string>& extra_section_names();
 // Parses and validates. Throws ConfigError naming file, line, key, value and the rule.
 PipelineConfig load_config_file(const std::string& path);
 PipelineConfig load_config_text(const std::string& yaml_text, const std::string& origin = "<text>");
-// Applies `key=value` overrides (same keys and rules as YAML, e.g. from the CLI), revalidates.
+// Applies `key=value` overrides (same keys and rules as YAML, e.g. from the CLI), re-derives
+// defaults for keys never given, revalidates. `value` is read as a YAML scalar or flow value;
+// pipeline_parallel_layers_per_stage also takes "0-5,24-29;6-11,30-35" (';' between PP ranks)
+// and "" (use the even split of num_layers). Data-parallel keys are dotted: data_parallel.mode.
+// Throws ConfigError; on error `cfg` is left unchanged.
 void apply_override(PipelineConfig& cfg, const std::string& key, const std::string& value);
+// Applies several overrides in order and validates once at the end, so that keys that only
+// make sense together (pipeline_parallel_size and the layer strings) can change together.
+void apply_overrides(PipelineConfig& cfg, const std::vector<std::pair<std::string, std::string>>& kv);
 // Full validation (layer ranges, microbatches vs schedule, DP sizes, …); throws ConfigError.
 void validate(const PipelineConfig& cfg);
 // Parses one PP rank's layer string "0-5,24-29" into one range per chunk; throws ConfigError.
 std::vector<LayerRange> parse_layer_string(const std::string& text, const std::string& key);
 
+// Value spellings: gpipe | 1f1b | interleaved_1f1b and plain | batch | multi_stream.
 const char* to_string(ScheduleKind k);
 const char* to_string(P2PTransport t);
+std::optional<ScheduleKind> parse_schedule_kind(const std::string& s);
+std::optional<P2PTransport> parse_p2p_transport(const std::string& s);
+// The config as YAML in the loader's own keys (only the core keys and extra sections);
+// load_config_text(to_yaml(cfg)) gives back the same fields.
+std::string to_yaml(const PipelineConfig& cfg);
 
 }  // namespace ppstream

@@ -1,0 +1,163 @@
+// validate(): every rule a PipelineConfig must satisfy, in the order a user would fix them
+// (sizes, layers, schedule, data parallelism). Each failure names key, value, rule and a fix.
+#include <climits>
+
+#include "config_internal.h"
+
+namespace ppstream::config_detail {
+namespace {
+
+constexpr int64_t kMaxStages = 65536;         // pp * vpp; schedules hold O(stages * microbatches)
+constexpr int64_t kMaxMicrobatches = 1 << 20;
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+bool given(const PipelineConfig& cfg, const std::string& key) { return cfg.given_keys.count(key) > 0; }
+
+// "key=value" plus " (default)" when the user never wrote the key.
+std::string kv(const PipelineConfig& cfg, const std::string& key, const std::string& value) {
+  return key + "=" + value + (cfg.given_keys.empty() || given(cfg, key) ? "" : " (default)");
+}
+
+void check_range(const Locator& loc, const std::string& key, int64_t v, int64_t lo, int64_t hi) {
+  if (v < lo) fail(loc.of(key), key + "=" + num(v) + ": must be at least " + num(lo));
+  if (v > hi) fail(loc.of(key), key + "=" + num(v) + ": must be at most " + num(hi));
+}
+
+void check_layers(const PipelineConfig& cfg, const Locator& loc) {
+  const int32_t stages = cfg.num_stages();
+  const std::string stages_text = "the " + num(stages) + " stages (pipeline_parallel_size=" +
+                                  num(cfg.pipeline_parallel_size) + " x pipeline_parallel_interleave_num=" +
+                                  num(cfg.pipeline_parallel_interleave_num) + ")";
+  const bool from_strings = !cfg.layers_per_stage.empty();
+  if (!from_strings) {
+    if (cfg.num_layers == 0 && !given(cfg, "num_layers") && cfg.stage_layers.empty())
+      fail(loc.of("pipeline_parallel_size"),
+           "no layers given: set pipeline_parallel_layers_per_stage (one string per PP rank) or num_layers");
+    if (cfg.num_layers < stages)
+      fail(loc.of("num_layers"), "num_layers=" + num(cfg.num_layers) + " is less than " + stages_text +
+                                     "; every stage needs at least one layer");
+  }
+  if (cfg.stage_layers.size() != static_cast<size_t>(stages))
+    fail(loc.of(kLayersKey, {"num_layers"}),
+         "stage_layers has " + num(static_cast<int64_t>(cfg.stage_layers.size())) + " entries but " +
+             stages_text + " need one each");
+  if (!from_strings) {
+    check_tiling(cfg, loc, cfg.num_layers);
+    return;
+  }
+  int32_t covered = 0;
+  for (const auto& r : cfg.stage_layers) covered = std::max(covered, r.last + 1);
+  check_tiling(cfg, loc, covered);
+  if (cfg.num_layers != covered)
+    fail(loc.of("num_layers", {kLayersKey}),
+         "num_layers=" + num(cfg.num_layers) + " disagrees with pipeline_parallel_layers_per_stage, which covers layers 0-" +
+             num(covered - 1) + " (" + num(covered) + " layers); fix one of them or drop num_layers");
+}
+
+void check_schedule(const PipelineConfig& cfg, const Locator& loc) {
+  const int32_t pp = cfg.pipeline_parallel_size, vpp = cfg.pipeline_parallel_interleave_num;
+  const int32_t m = cfg.micro_batch_num;
+  const std::string where = loc.of("schedule", {"pipeline_parallel_interleave_num"});
+  if (cfg.schedule == ScheduleKind::INTERLEAVED_1F1B) {
+    if (vpp == 1)
+      fail(where, kv(cfg, "schedule", "interleaved_1f1b") +
+                      " needs pipeline_parallel_interleave_num >= 2 (it is 1); use schedule 1f1b, or set "
+                      "pipeline_parallel_interleave_num to the virtual stages per PP rank");
+    if (m % pp != 0) {
+      // Suggest the nearest valid counts (Megatron's interleaved schedule needs m % pp == 0).
+      const std::string fix = m < pp ? num(pp) + ", " + num(2 * pp) + ", …"
+                                     : num(m / pp * pp) + ", " + num((m / pp + 1) * pp) + ", …";
+      fail(loc.of("micro_batch_num"), "micro_batch_num=" + num(m) + " must be a multiple of pipeline_parallel_size=" +
+                                          num(pp) + " for interleaved_1f1b; use " + fix + " or schedule 1f1b");
+    }
+  } else if (vpp > 1) {
+    fail(where, kv(cfg, "schedule", to_string(cfg.schedule)) + " runs one stage per PP rank but pipeline_parallel_interleave_num=" +
+                    num(vpp) + "; use schedule interleaved_1f1b, or pipeline_parallel_interleave_num 1");
+  }
+}
+
+void check_data_parallel(const PipelineConfig& cfg, const Locator& loc) {
+  const std::string mode = std::string("data_parallel.mode=") + to_string(cfg.mode);
+  auto where = [&](const std::string& key) { return loc.of(key, {"data_parallel.mode", "data_parallel"}); };
+  if (cfg.mode == DPMode::NONE) {
+    const std::pair<const char*, std::string> keys[] = {
+        {"data_parallel.shard_size", num(cfg.shard_size)},
+        {"data_parallel.replicate_size", num(cfg.replicate_size)},
+        {"data_parallel.reshard_after_backward", cfg.reshard_after_backward ? "true" : "false"},
+        {"data_parallel.max_active_stages", num(cfg.max_active_stages)},
+        {"data_parallel.reduce_grad", to_string(cfg.reduce_grad)},
+        {"data_parallel.sync_last_reduce", cfg.sync_last_reduce ? "true" : "false"}};
+    for (const auto& [key, value] : keys)
+      if (given(cfg, key))
+        fail(where(key), std::string(key) + "=" + value + " needs data_parallel.mode fsdp or hsdp (" + mode +
+                             "); remove it or set the mode");
+    if (cfg.shard_size != 1 || cfg.replicate_size != 1)
+      fail(where("data_parallel.mode"), "data_parallel.shard_size=" + num(cfg.shard_size) +
+                                            " and data_parallel.replicate_size=" + num(cfg.replicate_size) +
+                                            " must be 1 with " + mode + "; set mode fsdp or hsdp");
+    if (cfg.reduce_grad != ReducePolicy::NONE)
+      fail(where("data_parallel.mode"), std::string("reduce_grad=") + to_string(cfg.reduce_grad) +
+                                            " needs data_parallel.mode fsdp or hsdp (" + mode +
+                                            "); use reduce_grad none with mode none");
+    return;
+  }
+  const std::string shard = kv(cfg, "data_parallel.shard_size", num(cfg.shard_size));
+  const std::string repl = kv(cfg, "data_parallel.replicate_size", num(cfg.replicate_size));
+  if (cfg.mode == DPMode::FSDP) {
+    if (cfg.replicate_size != 1)
+      fail(where("data_parallel.replicate_size"),
+           repl + " must be 1 for " + mode + "; use mode hsdp to replicate shard groups");
+    if (cfg.shard_size < 2)
+      fail(where("data_parallel.shard_size"),
+           shard + " must be at least 2 for " + mode + "; set shard_size, or use mode hsdp with shard_size 1 "
+                   "for plain data parallelism");
+  } else {
+    if (cfg.shard_size < 1)
+      fail(where("data_parallel.shard_size"), shard + " must be at least 1 for " + mode);
+    if (cfg.replicate_size < 2)
+      fail(where("data_parallel.replicate_size"),
+           repl + " must be at least 2 for " + mode + "; use mode fsdp for a single shard group");
+  }
+  if (cfg.reduce_grad == ReducePolicy::NONE)
+    fail(where("data_parallel.reduce_grad"),
+         "data_parallel.reduce_grad=none needs data_parallel.mode none (" + mode + "); use inline or async");
+  const int32_t vpp = cfg.pipeline_parallel_interleave_num;
+  if (cfg.max_active_stages < 0 || cfg.max_active_stages > vpp ||
+      (given(cfg, "data_parallel.max_active_stages") && cfg.max_active_stages == 0))
+    fail(where("data_parallel.max_active_stages"),
+         "data_parallel.max_active_stages=" + num(cfg.max_active_stages) +
+             " must be between 1 and pipeline_parallel_interleave_num=" + num(vpp) +
+             " (stages unsharded at once on a PP rank)");
+  const int64_t world = int64_t{cfg.pipeline_parallel_size} * cfg.shard_size * cfg.replicate_size;
+  if (world > INT32_MAX)
+    fail(where("data_parallel.replicate_size"),
+         "pipeline_parallel_size x shard_size x replicate_size = " + num(world) + " ranks: must be at most " +
+             num(INT32_MAX));
+}
+
+}  // namespace
+
+void check_sizes(const PipelineConfig& cfg, const Locator& loc) {
+  check_range(loc, "pipeline_parallel_size", cfg.pipeline_parallel_size, 1, kMaxStages);
+  check_range(loc, "pipeline_parallel_interleave_num", cfg.pipeline_parallel_interleave_num, 1, kMaxStages);
+  const int64_t stages = int64_t{cfg.pipeline_parallel_size} * cfg.pipeline_parallel_interleave_num;
+  if (stages > kMaxStages)
+    fail(loc.of("pipeline_parallel_interleave_num"),
+         "pipeline_parallel_size x pipeline_parallel_interleave_num = " + num(stages) + " stages: must be at most " +
+             num(kMaxStages));
+}
+
+void validate_at(const PipelineConfig& cfg, const Locator& loc) {
+  check_sizes(cfg, loc);
+  check_range(loc, "micro_batch_num", cfg.micro_batch_num, 1, kMaxMicrobatches);
+  check_layers(cfg, loc);
+  check_schedule(cfg, loc);
+  check_data_parallel(cfg, loc);
+}
+
+}  // namespace ppstream::config_detail
+
+namespace ppstream {
+void validate(const PipelineConfig& cfg) { config_detail::validate_at(cfg, config_detail::Locator{}); }
+}  // namespace ppstream
