@@ -68,6 +68,8 @@ std::string closest(const std::string& word, const std::vector<std::string>& can
 // The known core keys (top-level and dotted data_parallel ones).
 const std::vector<std::string>& core_keys();
 
+// Largest layer count (keeps layer arithmetic far from int32 overflow).
+inline constexpr int32_t kMaxLayers = 1 << 24;
 inline constexpr const char* kLayersKey = "pipeline_parallel_layers_per_stage";
 std::string layer_string_key(size_t rank);  // "pipeline_parallel_layers_per_stage[r]"
 

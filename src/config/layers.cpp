@@ -59,6 +59,9 @@ std::vector<LayerRange> parse_layer_string_at(const std::string& text, const std
       last = parse_layer_number(trim(part.substr(dash + 1)));
     }
     if (!first || !last) fail(where, ctx + "\"" + part + "\" is not a layer range; " + expected);
+    if (*last >= kMaxLayers)
+      fail(where, ctx + "layer " + std::to_string(*last) + " in \"" + part + "\" is beyond the limit of " +
+                      std::to_string(kMaxLayers) + " layers");
     if (*first > *last)
       fail(where, ctx + "range \"" + part + "\" has first layer " + std::to_string(*first) +
                       " > last layer " + std::to_string(*last) + "; write it as \"" +

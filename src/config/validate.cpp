@@ -151,6 +151,8 @@ void check_sizes(const PipelineConfig& cfg, const Locator& loc) {
 void validate_at(const PipelineConfig& cfg, const Locator& loc) {
   check_sizes(cfg, loc);
   check_range(loc, "micro_batch_num", cfg.micro_batch_num, 1, kMaxMicrobatches);
+  if (given(cfg, "num_layers") || cfg.layers_per_stage.empty())
+    check_range(loc, "num_layers", cfg.num_layers, given(cfg, "num_layers") ? 1 : 0, kMaxLayers);
   check_layers(cfg, loc);
   check_schedule(cfg, loc);
   check_data_parallel(cfg, loc);

@@ -66,16 +66,16 @@ TEST(ConfigExamples, SeedParsesToTheUsersStages) {
   EXPECT_EQ(c.pipeline_parallel_p2p_transport, P2PTransport::MULTI_STREAM);
   EXPECT_EQ(c.schedule, ScheduleKind::INTERLEAVED_1F1B);
   EXPECT_EQ(c.mode, DPMode::HSDP);
-  EXPECT_EQ(c.shard_size, 8);
-  EXPECT_EQ(c.replicate_size, 32);
+  EXPECT_EQ(c.shard_size, 32);
+  EXPECT_EQ(c.replicate_size, 128);
   EXPECT_TRUE(c.reshard_after_backward);
   EXPECT_EQ(c.reduce_grad, ReducePolicy::ASYNC);
   EXPECT_TRUE(c.sync_last_reduce);
   EXPECT_EQ(c.max_active_stages, 0);
   EXPECT_EQ(c.active_stage_limit(), 2);
-  EXPECT_EQ(c.world(false), (World{4, 2, 8, 32, false}));
-  EXPECT_EQ(c.world(true), (World{4, 2, 8, 32, true}));
-  EXPECT_EQ(c.world(true).dp(), 256);
+  EXPECT_EQ(c.world(false), (World{4, 2, 32, 128, false}));
+  EXPECT_EQ(c.world(true), (World{4, 2, 32, 128, true}));
+  EXPECT_EQ(c.world(true).dp(), 4096);
   EXPECT_TRUE(c.extra_sections.empty());
 }
 
@@ -160,6 +160,9 @@ TEST(ConfigLayerString, RejectsBadText) {
   EXPECT_NE(msg("0-5,,6").find("empty range between commas"), std::string::npos);
   EXPECT_NE(msg("-3").find("\"-3\" is not a layer range"), std::string::npos);
   EXPECT_NE(msg("0-99999999999").find("is not a layer range"), std::string::npos);
+  EXPECT_NE(msg("0-2147483647").find("layer 2147483647 in \"0-2147483647\" is beyond the limit of 16777216 layers"),
+            std::string::npos)
+      << msg("0-2147483647");
 }
 
 TEST(ConfigErrors, LayerRangesOverlap) {
@@ -218,6 +221,9 @@ TEST(ConfigErrors, TooFewLayers) {
                {"t.yaml:3: ", "num_layers=6 is less than the 8 stages",
                 "pipeline_parallel_size=4 x pipeline_parallel_interleave_num=2", "at least one layer"});
   expect_error("pipeline_parallel_size: 4\n", {"no layers given", "num_layers"});
+  expect_error("pipeline_parallel_size: 4\nnum_layers: 2147483647\n",
+               {"num_layers=2147483647: must be at most 16777216"});
+  expect_error("pipeline_parallel_size: 4\nnum_layers: -4\n", {"t.yaml:2: num_layers=-4: must be at least 1"});
 }
 
 TEST(ConfigErrors, SizesAtLeastOne) {
@@ -356,11 +362,11 @@ TEST(ConfigOverride, ChangesAndRevalidates) {
 TEST(ConfigOverride, DataParallelModeChange) {
   PipelineConfig c = load_config_file(kExamples + "seed-pp4-vpp2-hsdp.yaml");
   EXPECT_NE(error_of([&] { apply_override(c, "data_parallel.mode", "fsdp"); })
-                .find("data_parallel.replicate_size=32 must be 1 for data_parallel.mode=fsdp"),
+                .find("data_parallel.replicate_size=128 must be 1 for data_parallel.mode=fsdp"),
             std::string::npos);
   apply_overrides(c, {{"data_parallel.mode", "fsdp"}, {"data_parallel.replicate_size", "1"}});
   EXPECT_EQ(c.mode, DPMode::FSDP);
-  EXPECT_EQ(c.world(false), (World{4, 2, 8, 1, false}));
+  EXPECT_EQ(c.world(false), (World{4, 2, 32, 1, false}));
   apply_override(c, "data_parallel", "{mode: hsdp, shard_size: 2, replicate_size: 4}");
   EXPECT_EQ(c.world(false), (World{4, 2, 2, 4, false}));
   EXPECT_NE(error_of([&] { apply_override(c, "data_parallel.mode", "none"); })
