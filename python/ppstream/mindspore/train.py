@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -136,7 +137,12 @@ def launch(args, cfg: RunConfig, core_overrides: dict[str, str]) -> int:
     env.setdefault("GLOG_v", "3")  # MindSpore: errors only
     loss_rank = (w["pp"] - 1) * w["shard"] * w["replicate"]
     msrun = os.path.join(os.path.dirname(sys.executable), "msrun")
-    cmd = [msrun if os.path.exists(msrun) else "msrun", f"--worker_num={world}", f"--local_worker_num={world}",
+    if not os.path.exists(msrun):
+        msrun = shutil.which("msrun", path=env["PATH"])
+    if msrun is None:
+        raise FileNotFoundError("msrun not found beside the interpreter or on PATH; "
+                                "pip install -r requirements-mindspore.txt")
+    cmd = [msrun, f"--worker_num={world}", f"--local_worker_num={world}",
            f"--master_port={_free_port()}", "--join=True", f"--log_dir={os.path.join(run_dir, 'msrun_log')}",
            f"--tail_worker_log={loss_rank}", WORKER, run_dir]
     t0 = time.monotonic()
