@@ -1,6 +1,58 @@
-// Placeholder registration until the train subcommand lands (its issue owns this file).
+// `ppstream train CONFIG [args...]`: hands over to the Python runtime (ppstream.mindspore.train),
+// which compiles the programs, launches one MindSpore worker per rank with msrun and reports.
+//
+// Interpreter choice: `python3` next to this executable (a virtual environment's bin/, where
+// `pip install .` puts `ppstream`), else `python3` on PATH. The process image is replaced
+// (execv/execvp), so exit codes and signals are the Python launcher's own.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
 #include "commands.h"
 
 namespace ppstream::cli {
-void register_train(CLI::App& /*app*/, int& /*exit_code*/) {}
+namespace {
+
+// "<dir of /proc/self/exe>/python3" when it exists, else empty (use PATH).
+std::string sibling_python() {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  const auto candidate = self.parent_path() / "python3";
+  return std::filesystem::exists(candidate, ec) ? candidate.string() : std::string{};
+}
+
+[[noreturn]] void exec_python(const std::vector<std::string>& args) {
+  const std::string python = sibling_python();
+  std::vector<std::string> argv_s = {python.empty() ? "python3" : python, "-m", "ppstream.mindspore.train"};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  if (python.empty()) {
+    execvp("python3", argv.data());
+  } else {
+    execv(python.c_str(), argv.data());
+  }
+  std::cerr << "ppstream train: cannot start " << argv_s[0] << ": " << std::strerror(errno)
+            << " (expected python3 beside ppstream or on PATH, with ppstream and mindspore installed)\n";
+  std::exit(127);
+}
+
+}  // namespace
+
+void register_train(CLI::App& app, int& /*exit_code*/) {
+  auto* sub = app.add_subcommand(
+      "train", "train with the MindSpore runtime: ppstream train CONFIG [--steps N] [--out DIR] [--straggle RANK:MS] ...");
+  sub->set_help_flag();  // `ppstream train --help` is the Python launcher's help
+  sub->allow_extras();
+  sub->prefix_command();  // everything after `train` goes to the Python launcher untouched
+  sub->callback([sub]() { exec_python(sub->remaining()); });
+}
+
 }  // namespace ppstream::cli

@@ -1,0 +1,144 @@
+"""A small MoE decoder split into per-layer Cells so any virtual stage can hold any layers.
+
+Embedding (one-hot matmul, so the stage input is a float tensor that ``mindspore.vjp`` can
+differentiate), N pre-norm blocks (causal multi-head attention, then a top-k routed expert
+FFN), and a head (final norm, LM projection, next-byte cross-entropy). Every parameter is
+initialised from ``numpy.random.default_rng([seed, part])`` with part 0 = embedding,
+1 + l = layer l, 1 + N = head, so a layer gets the same values on whichever rank holds it.
+"""
+from __future__ import annotations
+
+import numpy as np
+import mindspore as ms
+from mindspore import nn, ops
+
+
+def _normal(rng, shape, std=0.02):
+    return rng.normal(0.0, std, size=shape).astype(np.float32)
+
+
+def _param(value: np.ndarray, name: str) -> ms.Parameter:
+    return ms.Parameter(ms.Tensor(value), name=name, requires_grad=True)
+
+
+def _layer_norm(x, g, b):
+    mean = x.mean(axis=-1, keep_dims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keep_dims=True)
+    return (x - mean) / ops.sqrt(var + 1e-5) * g + b
+
+
+class Embedding(nn.Cell):
+    """Byte embedding: one-hot tokens (b, T, V) @ table (V, H)."""
+
+    def __init__(self, cfg: dict, seed: int):
+        super().__init__()
+        rng = np.random.default_rng([seed, 0])
+        self.table = _param(_normal(rng, (cfg["vocab"], cfg["hidden"])), "embed.table")
+
+    def construct(self, onehot):
+        return ops.matmul(onehot, self.table)
+
+
+class Block(nn.Cell):
+    """Pre-norm causal self-attention + top-k routed expert FFN, both residual."""
+
+    def __init__(self, cfg: dict, seed: int, layer: int):
+        super().__init__()
+        rng = np.random.default_rng([seed, 1 + layer])
+        h, f, e = cfg["hidden"], cfg["ffn"], cfg["experts"]
+        self.layer, self.heads, self.top_k, self.experts = layer, cfg["heads"], cfg["top_k"], e
+        p = f"layer{layer}."
+        self.ln1_g = _param(np.ones(h, np.float32), p + "ln1_g")
+        self.ln1_b = _param(np.zeros(h, np.float32), p + "ln1_b")
+        self.wqkv = _param(_normal(rng, (h, 3 * h)), p + "wqkv")
+        self.wo = _param(_normal(rng, (h, h)), p + "wo")
+        self.ln2_g = _param(np.ones(h, np.float32), p + "ln2_g")
+        self.ln2_b = _param(np.zeros(h, np.float32), p + "ln2_b")
+        self.router = _param(_normal(rng, (h, e)), p + "router")
+        self.w1 = _param(_normal(rng, (e, h, f)), p + "w1")
+        self.w2 = _param(_normal(rng, (e, f, h)), p + "w2")
+        t = cfg["seq_len"]
+        self.mask = ms.Tensor(np.triu(np.full((t, t), -1e9, np.float32), k=1))
+
+    def _attention(self, x):
+        b, t, h = x.shape
+        d = h // self.heads
+        qkv = ops.matmul(x, self.wqkv).reshape(b, t, 3, self.heads, d).transpose(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]  # (b, heads, t, d)
+        scores = ops.matmul(q, k.transpose(0, 1, 3, 2)) / float(np.sqrt(d)) + self.mask
+        out = ops.matmul(ops.softmax(scores, axis=-1), v)
+        return ops.matmul(out.transpose(0, 2, 1, 3).reshape(b, t, h), self.wo)
+
+    def _moe(self, x):
+        probs = ops.softmax(ops.matmul(x, self.router), axis=-1)  # (b, t, E)
+        _vals, idx = ops.topk(probs, self.top_k)
+        chosen = ops.one_hot(idx, self.experts, ms.Tensor(1.0, ms.float32), ms.Tensor(0.0, ms.float32)).sum(axis=-2)
+        gates = probs * chosen
+        gates = gates / gates.sum(axis=-1, keepdims=True)
+        out = 0
+        for e in range(self.experts):  # dense over the (few) experts, weighted by the routed gates
+            hid = ops.relu(ops.matmul(x, self.w1[e]))
+            out = out + gates[..., e:e + 1] * ops.matmul(hid, self.w2[e])
+        return out
+
+    def construct(self, x):
+        x = x + self._attention(_layer_norm(x, self.ln1_g, self.ln1_b))
+        return x + self._moe(_layer_norm(x, self.ln2_g, self.ln2_b))
+
+
+class Head(nn.Cell):
+    """Final norm + LM projection + mean next-byte cross-entropy (one-hot labels)."""
+
+    def __init__(self, cfg: dict, seed: int, num_layers: int):
+        super().__init__()
+        rng = np.random.default_rng([seed, 1 + num_layers])
+        h = cfg["hidden"]
+        self.ln_g = _param(np.ones(h, np.float32), "head.ln_g")
+        self.ln_b = _param(np.zeros(h, np.float32), "head.ln_b")
+        self.w = _param(_normal(rng, (h, cfg["vocab"])), "head.w")
+
+    def construct(self, x, onehot_labels):
+        logits = ops.matmul(_layer_norm(x, self.ln_g, self.ln_b), self.w)
+        logp = ops.log_softmax(logits, axis=-1)
+        return -(logp * onehot_labels).sum(axis=-1).mean()
+
+
+def one_hot(ids: np.ndarray, vocab: int) -> ms.Tensor:
+    out = np.zeros(ids.shape + (vocab,), np.float32)
+    np.put_along_axis(out, ids[..., None].astype(np.int64), 1.0, axis=-1)
+    return ms.Tensor(out)
+
+
+class StageCell(nn.Cell):
+    """The Cells of one virtual stage: [embedding] + blocks first..last + [head].
+
+    ``construct(x, labels)``: x is one-hot tokens on the first stage, else the activation;
+    returns the activation, or the loss times ``loss_scale`` on the last stage.
+    """
+
+    def __init__(self, cfg: dict, seed: int, layers: tuple[int, int], num_layers: int, first: bool, last: bool,
+                 loss_scale: float):
+        super().__init__()
+        self.first, self.last, self.loss_scale = first, last, loss_scale
+        self.embed = Embedding(cfg, seed) if first else None
+        self.blocks = nn.CellList([Block(cfg, seed, l) for l in range(layers[0], layers[1] + 1)])
+        self.head = Head(cfg, seed, num_layers) if last else None
+
+    def named_params(self) -> list[tuple[str, ms.Parameter]]:
+        """(global name, Parameter) in a fixed order: the flat layout of the HSDP state."""
+        # MindSpore renames a Parameter after its attribute path ("blocks.0.wo"), so the global
+        # name is rebuilt from the owning Cell: "embed.table", "layer3.wo", "head.w".
+        cells = ([("embed", self.embed)] if self.embed is not None else []) + \
+            [(f"layer{b.layer}", b) for b in self.blocks] + ([("head", self.head)] if self.head is not None else [])
+        return [(f"{prefix}.{p.name.rsplit('.', 1)[-1]}", p) for prefix, c in cells
+                for p in c.get_parameters(expand=False)]
+
+    def construct(self, x, labels):
+        if self.embed is not None:
+            x = self.embed(x)
+        for blk in self.blocks:
+            x = blk(x)
+        if self.head is not None:
+            return self.head(x, labels) * self.loss_scale
+        return x
+

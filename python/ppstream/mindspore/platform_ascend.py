@@ -1,0 +1,101 @@
+"""AscendPlatform: real streams and events; every CommHandle.wait() lands on the current stream.
+
+Streams: ``compute`` is the default stream; every other name in the program (``p2p``,
+``p2p.E``, ``reduce``, ``fsdp``) gets its own ``mindspore.runtime.Stream``. The executor
+issues each instruction inside ``stream(name)`` (a ``mindspore.runtime.StreamCtx``), so the
+reduction's reduce-scatter / all-reduce waits land on the ``reduce`` stream, never on
+``compute``; ``compute_ready`` / ``reduce_done`` are ``mindspore.runtime.Event`` s recorded and
+waited where the program says. Not exercised by our tests (no Ascend here): the recording
+platform checks the same call sequence on CPU.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+import mindspore as ms
+import mindspore.mint.distributed as dist
+from mindspore import ops
+from mindspore.communication import GlobalComm, create_group
+
+from ppstream.mindspore.groups import Group
+from ppstream.mindspore.platform_base import P2P, Platform
+
+
+class AscendPlatform(Platform):
+    name = "ascend-hccl"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.streams: dict[str, object] = {}
+        self.events: dict[str, object] = {}
+
+    def setup(self, world_size: int, groups: list[Group]) -> None:
+        self.world = GlobalComm.WORLD_COMM_GROUP
+        for g in groups:
+            if g.size > 1:
+                create_group(g.name, list(g.ranks))
+        self.streams["compute"] = ms.runtime.current_stream()
+
+    def begin_step(self) -> None:
+        self.events = {}
+
+    def _stream(self, name: str):
+        if name not in self.streams:
+            self.streams[name] = ms.runtime.Stream()
+        return self.streams[name]
+
+    @contextlib.contextmanager
+    def stream(self, name: str) -> Iterator[None]:
+        with ms.runtime.StreamCtx(self._stream(name)):
+            yield
+
+    def record(self, event: str) -> None:
+        ev = self.events.setdefault(event, ms.runtime.Event())
+        ev.record(ms.runtime.current_stream())
+
+    def wait(self, event: str) -> None:
+        ev = self.events.get(event)
+        if ev is None:
+            raise RuntimeError(f"{self.instr_text}: WAIT {event} before its RECORD (program not verified?)")
+        ms.runtime.current_stream().wait_event(ev)
+
+    def all_gather(self, t, group: Group, tag: str):
+        self.counts[tag] += 1
+        if group.size == 1:
+            return t
+        out = ops.zeros((t.shape[0] * group.size,), t.dtype)
+        dist.all_gather_into_tensor(out, t, group=group.name, async_op=True).wait()
+        return out
+
+    def reduce_scatter_sum(self, t, group: Group, tag: str):
+        self.counts[tag] += 1
+        if group.size == 1:
+            return t
+        out = ops.zeros((t.shape[0] // group.size,), t.dtype)
+        dist.reduce_scatter_tensor(out, t, group=group.name, async_op=True).wait()
+        return out
+
+    def all_reduce_sum(self, t, group: Group, tag: str):
+        self.counts[tag] += 1
+        t = t.copy()
+        if group.size > 1:
+            dist.all_reduce(t, group=group.name, async_op=True).wait()
+        return t
+
+    def p2p_batch(self, p2p_ops: list[P2P], tag: str) -> list:
+        ms_ops, received = [], []
+        for op in p2p_ops:
+            self.counts[tag + " " + op.kind] += 1
+            if op.is_send:
+                ms_ops.append(dist.P2POp(dist.isend, op.tensor, op.peer, group=self.world))
+            else:
+                buf = ops.zeros(op.shape, ms.float32)
+                received.append(buf)
+                ms_ops.append(dist.P2POp(dist.irecv, buf, op.peer, group=self.world))
+        for h in dist.batch_isend_irecv(ms_ops):
+            h.wait()
+        return received
+
+    def synchronize(self) -> None:
+        ms.runtime.synchronize()

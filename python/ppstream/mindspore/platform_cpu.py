@@ -1,0 +1,74 @@
+"""CpuPlatform: MindSpore on CPU with MCCL — synchronous collectives, no streams or events.
+
+MindSpore 2.10's CPU backend registers all_reduce, all_gather (list form), send and recv but
+not reduce_scatter_tensor, all_gather_into_tensor or batch_isend_irecv, and has no device
+streams or events. The documented fallbacks: reduce-scatter = all-reduce then take this
+member's slice; all-gather = list all-gather then concatenate; a BATCH = its ops one by one in
+the listed order (programs verified under the ``cpu-serial`` profile are deadlock-free so).
+``mindspore.runtime`` stream APIs are never called here; RECORD/WAIT are no-ops.
+"""
+from __future__ import annotations
+
+import mindspore as ms
+import mindspore.mint.distributed as dist
+from mindspore import ops
+from mindspore.communication import GlobalComm, create_group
+
+from ppstream.mindspore.groups import Group
+from ppstream.mindspore.platform_base import P2P, Platform
+
+
+class CpuPlatform(Platform):
+    name = "cpu-mccl"
+
+    def setup(self, world_size: int, groups: list[Group]) -> None:
+        self.world = GlobalComm.WORLD_COMM_GROUP
+        # mint.distributed.send/recv look up the rank of "hccl_world_group" (a default argument
+        # bound when MindSpore is imported, before init() picks MCCL); on CPU that group does not
+        # exist, so we create it as an alias of the world. Observed on MindSpore 2.10.0.
+        if self.world != "hccl_world_group":
+            create_group("hccl_world_group", list(range(world_size)))
+        for g in groups:
+            if g.size > 1:
+                create_group(g.name, list(g.ranks))
+
+    def record(self, event: str) -> None:
+        pass
+
+    def wait(self, event: str) -> None:
+        pass
+
+    def all_gather(self, t, group: Group, tag: str):
+        self.counts[tag] += 1
+        if group.size == 1:
+            return t
+        parts = [ops.zeros(t.shape, t.dtype) for _ in range(group.size)]
+        dist.all_gather(parts, t, group=group.name)
+        return ops.cat(parts)
+
+    def reduce_scatter_sum(self, t, group: Group, tag: str):
+        self.counts[tag] += 1
+        n = t.shape[0] // group.size
+        if group.size > 1:
+            t = t.copy()
+            dist.all_reduce(t, group=group.name)
+        return t[group.index * n:(group.index + 1) * n].copy()
+
+    def all_reduce_sum(self, t, group: Group, tag: str):
+        self.counts[tag] += 1
+        t = t.copy()
+        if group.size > 1:
+            dist.all_reduce(t, group=group.name)
+        return t
+
+    def p2p_batch(self, p2p_ops: list[P2P], tag: str) -> list:
+        received = []
+        for op in p2p_ops:
+            self.counts[tag + " " + op.kind] += 1
+            if op.is_send:
+                dist.send(op.tensor, dst=op.peer, group=self.world)
+            else:
+                buf = ops.zeros(op.shape, ms.float32)
+                dist.recv(buf, src=op.peer, group=self.world)
+                received.append(buf)
+        return received

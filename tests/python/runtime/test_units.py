@@ -1,0 +1,70 @@
+"""Single-process checks of the runtime's parts (config map, topology, data, HSDP layout, launcher)."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from ppstream.mindspore.groups import Topology
+from ppstream.mindspore.runconfig import RunConfigError, stage_layers_of
+from ppstream.mindspore.train import hung_ranks
+
+
+def test_stage_layers_from_strings_follow_chunk_order():
+    # rank 0 holds stages 0 and 2, rank 1 stages 1 and 3 (s = chunk * pp + pp_rank)
+    assert stage_layers_of(2, 2, 0, ["0-1,4-5", "2-3,6-7"], "x") == [(0, 1), (2, 3), (4, 5), (6, 7)]
+
+
+def test_stage_layers_even_split_gives_extra_layers_to_first_stages():
+    assert stage_layers_of(2, 2, 6, None, "x") == [(0, 1), (2, 3), (4, 4), (5, 5)]
+    with pytest.raises(RunConfigError, match="num_layers=3"):
+        stage_layers_of(2, 2, 3, None, "cfg.yaml")
+
+
+def test_topology_groups_match_expanded_rank_numbering():
+    # pp=2, shard=2, replicate=2: rank 6 = pp_rank 1 * 4 + replicate 1 * 2 + shard 0
+    t = Topology(2, 2, 2, 2, 6)
+    assert (t.pp_rank, t.replicate_index, t.shard_index) == (1, 1, 0)
+    assert t.shard_group().ranks == (6, 7)
+    assert t.replicate_group().ranks == (4, 6)
+    assert t.local_stages() == [1, 3]
+
+
+def test_hung_ranks_names_each_unfinished_rank(tmp_path):
+    prog = tmp_path / "progress"
+    prog.mkdir()
+    (prog / "rank0.txt").write_text("done\n")
+    (prog / "rank1.txt").write_text("step 2 #17 r1 reduce REDUCE_GRAD s1\n")
+    assert hung_ranks(str(tmp_path), 3) == ["r1: step 2 #17 r1 reduce REDUCE_GRAD s1",
+                                            "r2: (never started: no heartbeat)"]
+
+
+def test_data_rows_are_the_same_for_any_dp_split():
+    from ppstream.mindspore.data import TextData
+    corpus = np.frombuffer(bytes(range(256)) * 64, dtype=np.uint8)
+    a = TextData(corpus, 8, 2, 4, 2, seed=7)  # dp 2, 4 microbatches
+    tok, lab = a.microbatch(3, 1, 2)
+    assert tok.shape == (2, 8) and np.array_equal(tok[:, 1:], lab[:, :-1])
+    # the same rows as the matching (dp index, microbatch) of the baseline's own loop
+    b = TextData(corpus, 8, 2, 4, 2, seed=7)
+    assert np.array_equal(b.microbatch(3, 1, 2)[0], tok)
+
+
+def test_hsdp_layout_pads_and_shards_the_flat_vector():
+    import mindspore as ms
+    from ppstream.mindspore.groups import Group
+    from ppstream.mindspore.hsdp import HsdpState
+    from ppstream.mindspore.model import StageCell
+    from ppstream.mindspore.stage import PipelineStage
+
+    ms.set_device("CPU")
+    cfg = {"hidden": 4, "heads": 2, "experts": 2, "top_k": 1, "ffn": 6, "seq_len": 4, "vocab": 8}
+    train = {"lr": 1e-3, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0}
+    cell = StageCell(cfg, 1, (0, 0), 1, False, False, 1.0)
+    st = PipelineStage(0, cell)
+    # one block: ln 4+4, wqkv 4*12, wo 16, ln 4+4, router 8, w1 2*4*6, w2 2*6*4 = 184 → 3 shards of 62 (2 padding)
+    state = HsdpState(st, Group("g", (0, 1, 2), 2), Group("r", (0,), 0), sharded=True, reduced=True, train_cfg=train)
+    assert state.numel == 184 and state.shard_len == 62 and state.padded == 186
+    assert all(p.size == 0 for p in st.params)  # resharded at start
+    assert float(state.shard.asnumpy()[-1]) == 0.0  # the padding lives in the last shard
