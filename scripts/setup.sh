@@ -14,5 +14,5 @@ fi
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -r requirements.txt
+.venv/bin/python -m pip install -q -r requirements.txt -r requirements-mindspore.txt
 .venv/bin/python -m pip install -q --no-build-isolation . 
