@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "ppstream/analyze/analyze.h"
+#include <nlohmann/json.hpp>
+
 #include "ppstream/config/config.h"
 #include "ppstream/lower/lower.h"
 #include "ppstream/program/format.h"
@@ -57,6 +59,28 @@ PYBIND11_MODULE(_core, m) {
       "Compile the YAML config at config_path to the ProgramSet JSON (str), verified under `platform`\n"
       "('strict', 'ascend-mindspore', 'cpu-serial', comma list or 'all'). expanded=True gives one program\n"
       "per DP rank. Raises ConfigError (ValueError) for a bad config, RuntimeError listing violations.");
+  m.def(
+      "load_config",
+      [](const std::string& path, const std::map<std::string, std::string>& overrides) {
+        PipelineConfig cfg = load_config_file(path);
+        if (!overrides.empty()) apply_overrides(cfg, {overrides.begin(), overrides.end()});
+        nlohmann::json j;
+        j["pipeline_parallel_size"] = cfg.pipeline_parallel_size;
+        j["pipeline_parallel_interleave_num"] = cfg.pipeline_parallel_interleave_num;
+        j["micro_batch_num"] = cfg.micro_batch_num;
+        j["stage_layers"] = nlohmann::json::array();
+        for (const LayerRange& l : cfg.stage_layers) j["stage_layers"].push_back({l.first, l.last});
+        j["mode"] = to_string(cfg.mode);
+        j["shard_size"] = cfg.shard_size;
+        j["replicate_size"] = cfg.replicate_size;
+        j["reduce_grad"] = to_string(cfg.reduce_grad);
+        j["extra_sections"] = cfg.extra_sections;
+        return j.dump();
+      },
+      py::arg("config_path"), py::arg("overrides") = std::map<std::string, std::string>{},
+      "Load and validate a config (the same loader and rules as compile); returns JSON (str) with the\n"
+      "pipeline fields, stage_layers[s] = [first, last] (inclusive) per global virtual stage, and the\n"
+      "extra sections (model:, train:, cost:, ...) as YAML text. Raises ConfigError naming file:line/key.");
   m.def(
       "compile_text",
       [](const std::string& yaml, bool expanded, const std::string& platform,

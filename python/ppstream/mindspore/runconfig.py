@@ -7,6 +7,7 @@ the ``model:`` and ``train:`` sections and the layer → virtual-stage map.
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import yaml
@@ -54,39 +55,6 @@ class RunConfig:
                          d["model"], d["train"])
 
 
-def parse_layer_string(text: str, where: str) -> list[tuple[int, int]]:
-    """"0-5,24-29" -> [(0, 5), (24, 29)] (one range per chunk of one PP rank)."""
-    out = []
-    for part in str(text).split(","):
-        part = part.strip()
-        lo, sep, hi = part.partition("-")
-        try:
-            a = int(lo)
-            b = int(hi) if sep else a
-        except ValueError:
-            raise RunConfigError(f"{where}: layer range {part!r}: expected 'a-b' with integers") from None
-        out.append((a, b))
-    return out
-
-
-def stage_layers_of(pp: int, vpp: int, num_layers: int, layer_strings: list[str] | None, where: str):
-    """Layers of each global virtual stage s (chunk s // pp of PP rank s % pp)."""
-    stages = pp * vpp
-    if layer_strings:
-        per_rank = [parse_layer_string(t, f"{where}: pipeline_parallel_layers_per_stage[{i}]")
-                    for i, t in enumerate(layer_strings)]
-        return [per_rank[s % pp][s // pp] for s in range(stages)]
-    if num_layers < stages:
-        raise RunConfigError(f"{where}: num_layers={num_layers} must be >= {stages} virtual stages")
-    base, extra = divmod(num_layers, stages)
-    out, first = [], 0
-    for s in range(stages):
-        n = base + (1 if s < extra else 0)
-        out.append((first, first + n - 1))
-        first += n
-    return out
-
-
 def _section(doc: dict, name: str, defaults: dict, where: str) -> dict:
     given = doc.get(name) or {}
     if not isinstance(given, dict):
@@ -100,27 +68,30 @@ def _section(doc: dict, name: str, defaults: dict, where: str) -> dict:
 
 
 def load_run_config(path: str, overrides: dict[str, str] | None = None) -> RunConfig:
-    """Reads the YAML at ``path``; ``overrides`` are the CLI's ``key=value`` (``model.hidden=64``)."""
-    with open(path, encoding="utf-8") as f:
-        doc = yaml.safe_load(f) or {}
-    for key, value in (overrides or {}).items():
-        parsed = yaml.safe_load(value) if value != "" else ""
-        if "." in key:
-            sec, sub = key.split(".", 1)
-            if sec in ("model", "train"):
-                doc.setdefault(sec, {})[sub] = parsed
-            continue  # data_parallel.* is the C++ loader's business
-        if key == "pipeline_parallel_layers_per_stage" and isinstance(parsed, str):
-            parsed = [t for t in parsed.split(";") if t] or None
-        doc[key] = parsed
-    pp = int(doc.get("pipeline_parallel_size", 1))
-    vpp = int(doc.get("pipeline_parallel_interleave_num", 1))
-    layers = stage_layers_of(pp, vpp, int(doc.get("num_layers", 0) or 0),
-                             doc.get("pipeline_parallel_layers_per_stage"), path)
+    """Reads the YAML at ``path``; ``overrides`` are the CLI's ``key=value`` (``model.hidden=64``).
+
+    The pipeline keys and the layer → virtual-stage map come from the C++ loader
+    (``ppstream._core.load_config``: one set of rules and errors); the ``model:``/``train:``
+    sections are read here. Raises ``ppstream.ConfigError`` or ``RunConfigError``.
+    """
+    from ppstream import _core
+
+    overrides = dict(overrides or {})
+    local = {k: v for k, v in overrides.items() if k.split(".", 1)[0] in ("model", "train")}
+    core = json.loads(_core.load_config(path, {k: v for k, v in overrides.items() if k not in local}))
+    doc = {name: (yaml.safe_load(text) or {}) for name, text in core["extra_sections"].items()}
+    for key, value in local.items():
+        sec, sub = key.split(".", 1)
+        section = doc.setdefault(sec, {})
+        if not isinstance(section, dict):
+            raise RunConfigError(f"{path}: {sec}: expected a mapping")
+        section[sub] = yaml.safe_load(value) if value != "" else ""
     model = _section(doc, "model", MODEL_DEFAULTS, path)
     train = _section(doc, "train", TRAIN_DEFAULTS, path)
     if model["hidden"] % model["heads"]:
         raise RunConfigError(f"{path}: model.hidden={model['hidden']} must be a multiple of model.heads={model['heads']}")
     if not 1 <= model["top_k"] <= model["experts"]:
         raise RunConfigError(f"{path}: model.top_k={model['top_k']} must be in 1..model.experts={model['experts']}")
-    return RunConfig(pp, vpp, int(doc.get("micro_batch_num", 1)), layers, model, train)
+    layers = [tuple(x) for x in core["stage_layers"]]
+    return RunConfig(core["pipeline_parallel_size"], core["pipeline_parallel_interleave_num"],
+                     core["micro_batch_num"], layers, model, train)

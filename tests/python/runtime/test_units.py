@@ -7,19 +7,37 @@ import numpy as np
 import pytest
 
 from ppstream.mindspore.groups import Topology
-from ppstream.mindspore.runconfig import RunConfigError, stage_layers_of
+from ppstream import ConfigError
+from ppstream.mindspore.runconfig import RunConfigError, load_run_config
 from ppstream.mindspore.train import hung_ranks
 
 
-def test_stage_layers_from_strings_follow_chunk_order():
+def _write(tmp_path, text):
+    path = tmp_path / "cfg.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_stage_layers_from_strings_follow_chunk_order(tmp_path):
     # rank 0 holds stages 0 and 2, rank 1 stages 1 and 3 (s = chunk * pp + pp_rank)
-    assert stage_layers_of(2, 2, 0, ["0-1,4-5", "2-3,6-7"], "x") == [(0, 1), (2, 3), (4, 5), (6, 7)]
+    cfg = load_run_config(_write(tmp_path, """
+pipeline_parallel_size: 2
+pipeline_parallel_interleave_num: 2
+micro_batch_num: 2
+pipeline_parallel_layers_per_stage: ["0-1,4-5", "2-3,6-7"]
+model: {hidden: 16}
+"""))
+    assert cfg.stage_layers == [(0, 1), (2, 3), (4, 5), (6, 7)]
+    assert cfg.model["hidden"] == 16
 
 
-def test_stage_layers_even_split_gives_extra_layers_to_first_stages():
-    assert stage_layers_of(2, 2, 6, None, "x") == [(0, 1), (2, 3), (4, 4), (5, 5)]
-    with pytest.raises(RunConfigError, match="num_layers=3"):
-        stage_layers_of(2, 2, 3, None, "cfg.yaml")
+def test_stage_layers_even_split_and_errors_come_from_the_core_loader(tmp_path):
+    base = "pipeline_parallel_size: 2\npipeline_parallel_interleave_num: 2\nmicro_batch_num: 2\n"
+    assert load_run_config(_write(tmp_path, base + "num_layers: 6\n")).stage_layers == [(0, 1), (2, 3), (4, 4), (5, 5)]
+    with pytest.raises(ConfigError, match="num_layers=3"):
+        load_run_config(_write(tmp_path, base + "num_layers: 3\n"))
+    with pytest.raises(RunConfigError, match="model.top_k=3"):
+        load_run_config(_write(tmp_path, base + "num_layers: 4\nmodel: {experts: 2, top_k: 3}\n"))
 
 
 def test_topology_groups_match_expanded_rank_numbering():
