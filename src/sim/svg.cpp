@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <string_view>
 
 #include "ppstream/sim/trace.h"
 
@@ -65,7 +66,7 @@ std::string render_svg(const std::vector<SvgPanel>& panels, const ProgramFilter&
            {kWait, "stream wait (EVENT_WAIT)"}, {kOpt, "optimizer"}}) {
     o << fmt::format(R"(<rect x="{:.1f}" y="8" width="12" height="12" fill="{}"/><text x="{:.1f}" y="18">{}</text>)", lx, color, lx + 16, name)
       << "\n";
-    lx += 150;
+    lx += 40 + 6.5 * static_cast<double>(std::string_view(name).size());  // room for the label
   }
   double y = 40;
   for (const SvgPanel& pn : panels) {
