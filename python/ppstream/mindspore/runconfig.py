@@ -55,6 +55,31 @@ class RunConfig:
                          d["model"], d["train"])
 
 
+def _typed(value: Any, default: Any, where: str) -> Any:
+    """``value`` as the type of ``default`` (PyYAML reads ``1e-6`` without a dot as a string)."""
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+    elif isinstance(default, int):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif isinstance(default, float):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+    elif isinstance(default, list):
+        if isinstance(value, list):
+            return [_typed(v, default[0], where) for v in value] if default else value
+    elif isinstance(default, str):
+        if isinstance(value, str):
+            return value
+    raise RunConfigError(f"{where}={value!r}: expected {type(default).__name__} (like the default {default!r})")
+
+
 def _section(doc: dict, name: str, defaults: dict, where: str) -> dict:
     given = doc.get(name) or {}
     if not isinstance(given, dict):
@@ -63,7 +88,7 @@ def _section(doc: dict, name: str, defaults: dict, where: str) -> dict:
         if k not in defaults:
             raise RunConfigError(f"{where}: unknown key {name}.{k}; known keys: {', '.join(sorted(defaults))}")
     out = dict(defaults)
-    out.update(given)
+    out.update({k: _typed(v, defaults[k], f"{where}: {name}.{k}") for k, v in given.items()})
     return out
 
 

@@ -40,6 +40,16 @@ def test_stage_layers_even_split_and_errors_come_from_the_core_loader(tmp_path):
         load_run_config(_write(tmp_path, base + "num_layers: 4\nmodel: {experts: 2, top_k: 3}\n"))
 
 
+def test_train_values_are_typed_and_checked(tmp_path):
+    base = "pipeline_parallel_size: 1\nmicro_batch_num: 1\nnum_layers: 2\n"
+    # PyYAML reads 1e-6 (no dot) as a string: it must still arrive as a float.
+    assert load_run_config(_write(tmp_path, base + "train: {eps: 1e-6, lr: 1}\n")).train["eps"] == 1e-6
+    with pytest.raises(RunConfigError, match="train.lr='fast': expected float"):
+        load_run_config(_write(tmp_path, base + "train: {lr: fast}\n"))
+    with pytest.raises(RunConfigError, match="model.hidden=32.5: expected int"):
+        load_run_config(_write(tmp_path, base + "model: {hidden: 32.5}\n"))
+
+
 def test_topology_groups_match_expanded_rank_numbering():
     # pp=2, shard=2, replicate=2: rank 6 = pp_rank 1 * 4 + replicate 1 * 2 + shard 0
     t = Topology(2, 2, 2, 2, 6)
