@@ -109,4 +109,18 @@ TEST_F(ReviewCli, NegativeSeedIsRejectedNotWrapped) {
   EXPECT_EQ(r.out.find("18446744073709551615"), std::string::npos) << r.out.substr(0, 300);
 }
 
+TEST_F(ReviewCli, SetCannotInjectOtherKeys) {
+  // Without CONFIG, "--set k=v" pairs were pasted into YAML: a line break in a value set num_layers.
+  CliRun r = run("compile --set \"$(printf 'pipeline_parallel_size=2\\nnum_layers: 4')\"");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("config: --set pipeline_parallel_size: the value holds a line break"), std::string::npos) << r.out;
+  r = run("compile --set num_layers=4 --set 'a: b=1'");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("key 'a: b' is not a config key"), std::string::npos) << r.out;
+  r = run("compile --set =4");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("key '' is not a config key"), std::string::npos) << r.out;
+  EXPECT_EQ(run("compile --set pipeline_parallel_size=2 --set num_layers=4 --rank 1").rc, 0);
+}
+
 }  // namespace
