@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "chrome_events.h"
@@ -110,6 +111,9 @@ void read_chrome_buffer(const std::string& path, const simdjson::padded_string& 
     if (opts.rank) {
       vendor.rank = *opts.rank;
     } else if (top.distributed_rank) {
+      if (*top.distributed_rank < 0 || *top.distributed_rank > std::numeric_limits<int32_t>::max())
+        throw TraceError(fmt::format("{}: distributedInfo.rank {} is not a rank; expected 0..{}", path,
+                                     *top.distributed_rank, std::numeric_limits<int32_t>::max()));
       vendor.rank = Rank(static_cast<int32_t>(*top.distributed_rank));
     } else {
       vendor.rank = Rank(0);

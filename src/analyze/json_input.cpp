@@ -8,6 +8,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -60,7 +61,19 @@ simdjson::padded_string load_gzip(const std::string& path) {
       throw TraceError(fmt::format("{}: byte {} of the decompressed stream: gzip error: {}", path,
                                    len, msg));
     }
-    if (got == 0) break;
+    if (got == 0) {
+      // gzread reports a truncated stream as end of file; only gzerror tells it apart.
+      int err = Z_OK;
+      const char* msg = gzerror(f, &err);
+      if (err != Z_OK) {
+        const std::string text = msg ? msg : "unknown";
+        gzclose(f);
+        throw TraceError(fmt::format("{}: byte {} of the decompressed stream: gzip error: {} (the file is truncated "
+                                     "or corrupt)",
+                                     path, len, text));
+      }
+      break;
+    }
     len += static_cast<size_t>(got);
   }
   gzclose(f);
@@ -93,6 +106,8 @@ std::optional<int64_t> parse_us_to_ns(std::string_view t) {
     char* end = nullptr;
     double v = std::strtod(copy.c_str(), &end);
     if (end != copy.c_str() + copy.size() || !std::isfinite(v)) return std::nullopt;
+    // Out of int64 ns (about ±292 years) llround is undefined: not a time a trace can hold.
+    if (std::fabs(v * 1000.0) >= 9.2e18) return std::nullopt;
     return static_cast<int64_t>(std::llround(v * 1000.0));
   }
   size_t dot = s.find('.');
@@ -120,6 +135,7 @@ std::optional<int64_t> parse_us_to_ns(std::string_view t) {
     frac *= 10;
     ++digits;
   }
+  if (whole > (std::numeric_limits<int64_t>::max() - 1000) / 1000) return std::nullopt;  // ns would overflow
   int64_t ns = whole * 1000 + frac;
   return neg ? -ns : ns;
 }
@@ -131,7 +147,7 @@ std::optional<int64_t> as_int(simdjson::ondemand::value v) {
     int64_t i = 0;
     if (!v.get_int64().get(i)) return i;
     double d = 0;
-    if (!v.get_double().get(d) && std::isfinite(d) && d == std::floor(d)) {
+    if (!v.get_double().get(d) && std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.2e18) {
       return static_cast<int64_t>(d);
     }
     return std::nullopt;

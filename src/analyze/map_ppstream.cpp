@@ -1,6 +1,8 @@
 // Field map of ppstream's own trace format (docs/analyze.md, trace_format.h).
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "mappers.h"
 #include "ppstream/analyze/trace_format.h"
 
@@ -13,6 +15,10 @@ std::optional<Draft> map_ppstream(const std::string& path, const RawEvent& ev) {
     throw TraceError(fmt::format("{}: byte {}: event #{} '{}': expected integer \"pid\" (rank) and "
                                  "\"tid\" (stream)",
                                  path, ev.offset, ev.index, ev.name));
+  }
+  if (*ev.pid < 0 || *ev.pid > std::numeric_limits<int32_t>::max()) {  // pid is the rank: an int32 id
+    throw TraceError(fmt::format("{}: byte {}: event #{} '{}': \"pid\" {} is not a rank; expected 0..{}", path,
+                                 ev.offset, ev.index, ev.name, *ev.pid, std::numeric_limits<int32_t>::max()));
   }
   Draft d;
   d.stream_id = *ev.tid;

@@ -1,6 +1,8 @@
 // `ppstream compile CONFIG`: lower a configuration to per-rank stream programs, verify them
 // (after every pass, then under the requested platforms) and print them as text or JSON.
 #include <iostream>
+#include <limits>
+#include <optional>
 
 #include "commands.h"
 #include "config_args.h"
@@ -13,7 +15,7 @@ namespace ppstream::cli {
 void register_compile(CLI::App& app, int& exit_code) {
   struct Args {
     ConfigArgs config;
-    int rank = -1;
+    std::optional<int32_t> rank;  // none: every rank
     std::string format = "text";
     std::string platforms = "all";
     bool expanded = false;
@@ -23,7 +25,7 @@ void register_compile(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("compile", "compile a configuration to verified stream programs");
   args->config.add_to(cmd, false);
-  cmd->add_option("--rank", args->rank, "print only this rank's program");
+  cmd->add_option("--rank", args->rank, "print only this rank's program")->check(CLI::Range(0, std::numeric_limits<int32_t>::max()));
   cmd->add_option("--format", args->format, "text | json")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--platform", args->platforms, "verify under: strict,ascend-mindspore,cpu-serial or all");
   cmd->add_flag("--expanded", args->expanded, "one program per DP rank (rank = pp_rank*dp + dp_index)");
@@ -36,11 +38,16 @@ void register_compile(CLI::App& app, int& exit_code) {
       if (args->expanded) std::cout << "expand-world\n";
       return;
     }
+    const World world = cfg.world(args->expanded);
+    const int64_t ranks = args->expanded ? int64_t{world.pp} * world.dp() : world.pp;
+    if (args->rank && *args->rank >= ranks)
+      throw std::invalid_argument("--rank " + std::to_string(*args->rank) + ": no such rank; this configuration has ranks 0.." +
+                                  std::to_string(ranks - 1) + (args->expanded ? "" : " (add --expanded for every DP rank)"));
     LowerOptions lo;
     lo.expanded = args->expanded;
     if (args->dump)
-      lo.dump = [](const std::string& pass, const ProgramSet& set) {
-        std::cout << "# after pass " << pass << "\n" << to_text(set) << "\n";
+      lo.dump = [only = args->rank](const std::string& pass, const ProgramSet& set) {
+        std::cout << "# after pass " << pass << "\n" << (only ? to_text(set, Rank{*only}) : to_text(set)) << "\n";
       };
     const ProgramSet set = compile(cfg, lo);
     VerifyOptions vo;
@@ -51,11 +58,11 @@ void register_compile(CLI::App& app, int& exit_code) {
       exit_code = 1;
       return;
     }
-    if (args->rank >= 0) {
-      const Rank r{args->rank};
+    if (args->rank) {
+      const Rank r{*args->rank};
       bool found = false;
       for (const Program& p : set.programs) found = found || p.rank == r;
-      if (!found) throw std::invalid_argument("--rank " + std::to_string(args->rank) + ": no such rank in the program set");
+      if (!found) throw std::invalid_argument("--rank " + std::to_string(*args->rank) + ": no such rank in the program set");
       if (args->format == "json") {
         ProgramSet one = set;
         std::erase_if(one.programs, [&](const Program& p) { return p.rank != r; });

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <limits>
 
 #include "commands.h"
 #include "config_args.h"
@@ -18,7 +19,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
     std::string trace, svg;
     bool json = false, cluster = false, quiet = false;
     int32_t trials = 1;
-    std::optional<uint64_t> seed;
+    std::optional<int64_t> seed;  // signed so that CLI11 rejects "-1" instead of wrapping it to 2^64 - 1
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("simulate", "simulate one training step: timeline, waits, bubble, reduction overlap");
@@ -29,8 +30,8 @@ void register_simulate(CLI::App& app, int& exit_code) {
   cmd->add_option("--svg", args->svg, "write an SVG pipeline diagram (both policies stacked)");
   cmd->add_flag("--json", args->json, "print the metrics JSON instead of the table");
   cmd->add_flag("--cluster", args->cluster, "simulate every DP replica of the world (rank = pp_rank*dp + dp_index)");
-  cmd->add_option("--trials", args->trials, "seeded straggler draws; prints p50/p90/p99 of the step time")->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", args->seed, "straggler seed (overrides straggler.seed)");
+  cmd->add_option("--trials", args->trials, "seeded straggler draws; prints p50/p90/p99 of the step time")->check(CLI::Range(1, std::numeric_limits<int32_t>::max()));
+  cmd->add_option("--seed", args->seed, "straggler seed (overrides straggler.seed)")->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
   cmd->add_flag("--quiet", args->quiet, "no progress bar");
   cmd->callback([args, &exit_code] {
     // `both` is ours: keep it away from the config override, which knows inline | async only.
@@ -42,7 +43,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
     const PipelineConfig cfg = ca.load();
     o.cluster = args->cluster;
     o.trials = args->trials;
-    o.seed = args->seed;
+    if (args->seed) o.seed = static_cast<uint64_t>(*args->seed);
     o.trace_path = args->trace;
     o.svg_path = args->svg;
     const bool bar = !args->quiet && (args->trials > 1 || args->cluster) && isatty(fileno(stderr));

@@ -1,7 +1,6 @@
 // `ppstream verify CONFIG` (one configuration, every rule, under the requested platforms) and
 // `ppstream verify --grid` (every configuration of the grid; prints a count).
 #include <chrono>
-#include <fstream>
 #include <iostream>
 
 #include "commands.h"
@@ -32,7 +31,18 @@ void register_verify(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-pp", args->max_pp, "grid: largest PP size");
   cmd->add_option("--max-vpp", args->max_vpp, "grid: largest VPP size");
   cmd->add_option("--max-microbatches", args->max_mb, "grid: largest microbatch count");
-  cmd->callback([args, &exit_code] {
+  cmd->callback([args, cmd, &exit_code] {
+    // Each mode reads its own inputs; anything given for another mode would be silently ignored.
+    const ConfigArgs& ca = args->config;
+    const bool config_given = !ca.path.empty() || !ca.sets.empty() || !ca.reduce_grad.empty();
+    if (args->grid && (config_given || !args->programs.empty()))
+      throw std::invalid_argument("verify --grid builds its own configurations; drop CONFIG, --set, --reduce-grad and --programs");
+    if (!args->programs.empty() && (config_given || args->expanded))
+      throw std::invalid_argument("verify --programs " + args->programs +
+                                  " verifies the file as written; drop CONFIG, --set, --reduce-grad and --expanded");
+    const bool max_given = cmd->count("--max-pp") + cmd->count("--max-vpp") + cmd->count("--max-microbatches") > 0;
+    if (!args->grid && max_given)
+      throw std::invalid_argument("verify: --max-pp, --max-vpp and --max-microbatches only apply with --grid");
     if (args->grid) {
       GridOptions go;
       go.max_pp = args->max_pp;
@@ -52,11 +62,7 @@ void register_verify(CLI::App& app, int& exit_code) {
     }
     ProgramSet set;
     if (!args->programs.empty()) {
-      std::ifstream in(args->programs);
-      if (!in) throw std::invalid_argument("--programs " + args->programs + ": cannot open file");
-      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      set = args->programs.ends_with(".json") ? parse_json(text, args->programs)
-                                              : parse_program_set(text, args->programs);
+      set = read_program_file(args->programs);
     } else {
       LowerOptions lo;
       lo.expanded = args->expanded;

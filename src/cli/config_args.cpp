@@ -1,5 +1,7 @@
 #include "config_args.h"
 
+#include <algorithm>
+#include <cctype>
 #include <stdexcept>
 
 namespace ppstream::cli {
@@ -17,7 +19,18 @@ PipelineConfig ConfigArgs::load() const {
     const auto eq = item.find('=');
     if (eq == std::string::npos)
       throw ConfigError("config: --set " + item + ": expected key=value, e.g. --set micro_batch_num=8");
-    kv.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    // Without CONFIG the pairs become YAML lines: a key with ':' or a value with a line break
+    // would inject other keys. Keys are dotted names; values are one line.
+    const bool key_ok = !key.empty() && std::all_of(key.begin(), key.end(), [](unsigned char c) {
+      return std::isalnum(c) || c == '_' || c == '.';
+    });
+    if (!key_ok)
+      throw ConfigError("config: --set " + item + ": key '" + key +
+                        "' is not a config key; expected letters, digits, '_' and '.', e.g. data_parallel.mode=hsdp");
+    if (value.find_first_of("\r\n") != std::string::npos)
+      throw ConfigError("config: --set " + key + ": the value holds a line break; expected a one-line value");
+    kv.emplace_back(key, value);
   }
   if (!reduce_grad.empty()) kv.emplace_back("data_parallel.reduce_grad", reduce_grad);
   if (path.empty()) {

@@ -2,6 +2,7 @@
 // YAML text), then the derivation of defaults and validation shared with apply_override.
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -76,6 +77,8 @@ PipelineConfig load_config_text(const std::string& yaml_text, const std::string&
 }
 
 PipelineConfig load_config_file(const std::string& path) {
+  std::error_code ec;  // a directory opens as an empty stream: say what it is, not "empty config"
+  if (std::filesystem::is_directory(path, ec)) fail("", "cannot read " + path + ": it is a directory; expected a YAML file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("", "cannot read " + path + ": " + std::strerror(errno));
   std::ostringstream text;

@@ -19,10 +19,8 @@ bool is_collective(OpKind k) { return k == OpKind::UNSHARD || k == OpKind::REDUC
 // Ranks, program order and pp_rank consistency (docs/semantics.md "Program set").
 void check_ranks(const ProgramSet& set, Topology& t) {
   const World& w = set.world;
-  if (w.pp < 1 || w.vpp < 1 || w.shard < 1 || w.replicate < 1)
-    t.errors.push_back({0, kNone,
-                        fmt::format("world pp={} vpp={} shard={} replicate={}: every size must be >= 1",
-                                    w.pp, w.vpp, w.shard, w.replicate)});
+  const auto world_error = world_size_error(w);  // dp() and rank ids are only defined without one
+  if (world_error) t.errors.push_back({0, kNone, *world_error});
   for (size_t p = 0; p < set.programs.size(); ++p) {
     const Program& prog = set.programs[p];
     const int32_t pi = i32(p);
@@ -32,9 +30,13 @@ void check_ranks(const ProgramSet& set, Topology& t) {
       t.errors.push_back({pi, kNone,
                           fmt::format("programs must be sorted by rank with no duplicates: r{} follows r{}",
                                       prog.rank.v, set.programs[p - 1].rank.v)});
-    if (w.dp() < 1 || w.pp < 1) continue;
+    if (world_error) continue;
     const int32_t want = w.expanded ? prog.rank.v / w.dp() : prog.rank.v;
-    if (prog.pp_rank != want || prog.pp_rank < 0 || prog.pp_rank >= w.pp)
+    if (want >= w.pp)
+      t.errors.push_back({pi, kNone,
+                          fmt::format("r{} is outside the world: its PP rank would be {}, but pp={} (dp={} expanded={})",
+                                      prog.rank.v, want, w.pp, w.dp(), w.expanded ? 1 : 0)});
+    else if (prog.pp_rank != want || prog.pp_rank < 0)
       t.errors.push_back({pi, kNone,
                           fmt::format("r{} has pp_rank {} but the world (pp={} dp={} expanded={}) gives {}",
                                       prog.rank.v, prog.pp_rank, w.pp, w.dp(), w.expanded ? 1 : 0, want)});

@@ -230,6 +230,7 @@ ProgramSet parse_json(const std::string& json_text, const std::string& origin) {
   set.world.vpp = rd.get_int(wj, "vpp", "world", 1);
   set.world.shard = rd.get_int(wj, "shard", "world", 1);
   set.world.replicate = rd.get_int(wj, "replicate", "world", 1);
+  if (auto e = world_size_error(set.world)) throw ParseError(origin + ": world: " + *e);
   const json& exp = rd.member(wj, "expanded", "world");
   if (!exp.is_boolean()) rd.fail("world.expanded", "true or false", &exp);
   set.world.expanded = exp.get<bool>();

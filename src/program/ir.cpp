@@ -2,6 +2,9 @@
 #include "ppstream/program/ir.h"
 
 #include <array>
+#include <cstdint>
+#include <limits>
+#include <string>
 
 namespace ppstream {
 namespace {
@@ -57,5 +60,23 @@ std::optional<DPMode> parse_dp_mode(const std::string& s) {
 
 bool is_send(P2PKind k) { return k == P2PKind::SEND_F || k == P2PKind::SEND_B; }
 bool is_forward(P2PKind k) { return k == P2PKind::SEND_F || k == P2PKind::RECV_F; }
+
+std::optional<std::string> world_size_error(const World& w) {
+  constexpr int64_t kMaxStages = 65536;  // as config/validate.cpp: pp * vpp
+  if (w.pp < 1 || w.vpp < 1 || w.shard < 1 || w.replicate < 1)
+    return "world pp=" + std::to_string(w.pp) + " vpp=" + std::to_string(w.vpp) + " shard=" +
+           std::to_string(w.shard) + " replicate=" + std::to_string(w.replicate) + ": every size must be >= 1";
+  const int64_t stages = int64_t{w.pp} * w.vpp;
+  if (stages > kMaxStages)
+    return "world pp=" + std::to_string(w.pp) + " vpp=" + std::to_string(w.vpp) + ": " + std::to_string(stages) +
+           " virtual stages; at most " + std::to_string(kMaxStages);
+  constexpr int64_t kMaxRank = std::numeric_limits<int32_t>::max();
+  const int64_t pp_shard = int64_t{w.pp} * w.shard;  // < 2^62; times replicate only when <= 2^31
+  const int64_t ranks = pp_shard > kMaxRank ? pp_shard : pp_shard * w.replicate;
+  if (ranks > kMaxRank)
+    return "world pp=" + std::to_string(w.pp) + " shard=" + std::to_string(w.shard) + " replicate=" +
+           std::to_string(w.replicate) + ": more than " + std::to_string(kMaxRank) + " ranks; rank ids must fit in int32";
+  return std::nullopt;
+}
 
 }  // namespace ppstream

@@ -35,6 +35,11 @@ class LineScanner {
     throw ParseError(msg);
   }
 
+  // A failure that is not a token mismatch (e.g. sizes that do not fit together).
+  [[noreturn]] void fail_with(const std::string& what) const {
+    throw ParseError(origin_ + ":" + std::to_string(line_no_) + ": " + what);
+  }
+
   void skip_blanks() {
     while (pos_ < line_.size() && is_blank(line_[pos_])) ++pos_;
   }
@@ -193,6 +198,7 @@ void parse_header(LineScanner& sc, ProgramSet& set) {
   w.vpp = header_int(sc, "vpp");
   w.shard = header_int(sc, "shard");
   w.replicate = header_int(sc, "replicate");
+  if (auto e = world_size_error(w)) sc.fail_with(*e);
   std::string_view exp = header_value(sc, "expanded", "expanded=0|1");
   if (exp != "0" && exp != "1") sc.fail("expanded=0|1", "expanded=" + std::string(exp));
   w.expanded = exp == "1";

@@ -115,7 +115,7 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
   const auto cost_it = cfg.extra_sections.find("cost");
   report.cost = cost_it == cfg.extra_sections.end() ? CostSpec{} : parse_cost_spec(cost_it->second, cfg.num_stages());
   const auto strag_it = cfg.extra_sections.find("straggler");
-  StragglerSpec straggler = strag_it == cfg.extra_sections.end() ? StragglerSpec{} : parse_straggler_spec(strag_it->second, world.dp());
+  StragglerSpec straggler = strag_it == cfg.extra_sections.end() ? StragglerSpec{} : parse_straggler_spec(strag_it->second, world, cfg.num_stages());
   if (opts.seed) straggler.seed = *opts.seed;
   report.seed = straggler.seed;
 
@@ -167,6 +167,11 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
       const auto t1 = std::chrono::steady_clock::now();
       if (!run.completed)
         throw std::invalid_argument(fmt::format("simulate: {} step did not complete:\n{}", to_string(policy), format_deadlock(s, run)));
+      // Each duration is finite (the engine checks), but their sum can still overflow a double.
+      if (!std::isfinite(run.makespan_ms))
+        throw std::invalid_argument(fmt::format("simulate: {} step time is {} ms: the cost section's times add up beyond "
+                                                "a double; expected costs whose step stays finite",
+                                                to_string(policy), run.makespan_ms));
       pr.trials.step_time_ms.push_back(run.makespan_ms);
       if (trial == 0) {
         MetricsOptions mo;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "yaml_util.h"
@@ -41,7 +42,24 @@ bool applies(const std::vector<CollectiveKind>& kinds, CollectiveKind k) {
   return kinds.empty() || std::find(kinds.begin(), kinds.end(), k) != kinds.end();
 }
 
-StragglerTail parse_tail(const YAML::Node& node, size_t n, int32_t dp) {
+// What a tail may name: ranks below pp * dp, PP ranks below pp, stages below `stages`
+// (0 where the caller gave no world: only the int32 range is checked).
+struct Limits {
+  int32_t dp = 1;
+  int64_t pp = 0;
+  int64_t stages = 0;
+};
+
+// A member or stage id: an int32 within the world when it is known (a typo must not be ignored).
+int32_t id_below(const std::string& key, const YAML::Node& node, int64_t limit, const std::string& what) {
+  const int64_t v = yaml::integer(kSection, key, node, 0);
+  const int64_t max = limit > 0 ? limit : int64_t{std::numeric_limits<int32_t>::max()} + 1;
+  if (v >= max) yaml::fail(kSection, key, node, limit > 0 ? fmt::format("{} below {}", what, limit) : what + " that fits in int32");
+  return static_cast<int32_t>(v);
+}
+
+StragglerTail parse_tail(const YAML::Node& node, size_t n, const Limits& lim) {
+  const int32_t dp = lim.dp;
   const std::string key = fmt::format("tails[{}]", n);
   if (!node.IsMap()) yaml::fail(kSection, key, node, "a mapping with ranks or pp_rank/dp_index, and delay_ms");
   yaml::check_keys(kSection + std::string(".") + key, node, {"ranks", "pp_rank", "dp_index", "delay_ms", "collectives", "stages"});
@@ -49,14 +67,16 @@ StragglerTail parse_tail(const YAML::Node& node, size_t n, int32_t dp) {
   if (node["ranks"]) {
     if (!node["ranks"].IsSequence()) yaml::fail(kSection, key + ".ranks", node["ranks"], "a list of global ranks");
     for (const auto& r : node["ranks"])
-      t.ranks.push_back(static_cast<int32_t>(yaml::integer(kSection, key + ".ranks", r, 0)));
+      t.ranks.push_back(id_below(key + ".ranks", r, lim.pp * dp, lim.pp > 0 ? fmt::format("a global rank (pp {} x dp {})", lim.pp, dp) : "a global rank"));
   }
   if (node["pp_rank"] || node["dp_index"]) {
     if (!node["pp_rank"] || !node["dp_index"])
       yaml::fail(kSection, key, node, "pp_rank and dp_index together (or ranks: [global ranks])");
-    const auto pp = yaml::integer(kSection, key + ".pp_rank", node["pp_rank"], 0);
+    const int64_t pp = id_below(key + ".pp_rank", node["pp_rank"], lim.pp, "a PP rank");
     const auto d = yaml::integer(kSection, key + ".dp_index", node["dp_index"], 0);
     if (d >= dp) yaml::fail(kSection, key + ".dp_index", node["dp_index"], fmt::format("a DP index below dp = {}", dp));
+    if (pp * dp + d > std::numeric_limits<int32_t>::max())
+      yaml::fail(kSection, key + ".pp_rank", node["pp_rank"], "a PP rank whose global rank fits in int32");
     t.ranks.push_back(static_cast<int32_t>(pp * dp + d));
   }
   if (t.ranks.empty()) yaml::fail(kSection, key, node, "ranks: [...] or pp_rank + dp_index naming the late member");
@@ -65,7 +85,7 @@ StragglerTail parse_tail(const YAML::Node& node, size_t n, int32_t dp) {
   if (node["collectives"]) t.collectives = parse_kinds(key + ".collectives", node["collectives"]);
   if (node["stages"]) {
     if (!node["stages"].IsSequence()) yaml::fail(kSection, key + ".stages", node["stages"], "a list of stage ids");
-    for (const auto& s : node["stages"]) t.stages.push_back(static_cast<int32_t>(yaml::integer(kSection, key + ".stages", s, 0)));
+    for (const auto& s : node["stages"]) t.stages.push_back(id_below(key + ".stages", s, lim.stages, "a virtual stage id"));
   }
   return t;
 }
@@ -74,7 +94,9 @@ StragglerTail parse_tail(const YAML::Node& node, size_t n, int32_t dp) {
 
 const char* to_string(CollectiveKind k) { return k == CollectiveKind::REDUCE_GRAD ? "reduce_grad" : "unshard"; }
 
-StragglerSpec parse_straggler_spec(const std::string& yaml_text, int32_t dp) {
+namespace {
+
+StragglerSpec parse_spec(const std::string& yaml_text, const Limits& lim) {
   const YAML::Node root = yaml::load_section(kSection, yaml_text);
   yaml::check_keys(kSection, root, {"seed", "tails", "distribution"});
   StragglerSpec spec;
@@ -82,7 +104,7 @@ StragglerSpec parse_straggler_spec(const std::string& yaml_text, int32_t dp) {
   if (root["tails"]) {
     if (!root["tails"].IsSequence()) yaml::fail(kSection, "tails", root["tails"], "a list of tails");
     size_t n = 0;
-    for (const auto& t : root["tails"]) spec.tails.push_back(parse_tail(t, n++, dp));
+    for (const auto& t : root["tails"]) spec.tails.push_back(parse_tail(t, n++, lim));
   }
   if (const YAML::Node d = root["distribution"]) {
     if (!d.IsMap()) yaml::fail(kSection, "distribution", d, "a mapping with kind, median_ms, sigma");
@@ -100,6 +122,14 @@ StragglerSpec parse_straggler_spec(const std::string& yaml_text, int32_t dp) {
     if (d["collectives"]) spec.distribution_collectives = parse_kinds("distribution.collectives", d["collectives"]);
   }
   return spec;
+}
+
+}  // namespace
+
+StragglerSpec parse_straggler_spec(const std::string& yaml_text, int32_t dp) { return parse_spec(yaml_text, Limits{dp, 0, 0}); }
+
+StragglerSpec parse_straggler_spec(const std::string& yaml_text, const World& world, int32_t num_stages) {
+  return parse_spec(yaml_text, Limits{world.dp(), world.pp, num_stages});
 }
 
 StragglerModel::StragglerModel(StragglerSpec spec, World world, uint64_t trial)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 #include <string_view>
 
 #include "ppstream/sim/trace.h"
@@ -51,6 +52,8 @@ std::string render_svg(const std::vector<SvgPanel>& panels, const ProgramFilter&
     span = std::max(span, pn.run->makespan_ms);
     for (const Program& p : pn.set->programs) rows += (!filter || filter(p)) ? 1 : 0;
   }
+  // A non-finite span would never end the axis-tick loop below.
+  if (!std::isfinite(span)) throw std::invalid_argument(fmt::format("svg: step time {} ms is not finite", span));
   span = std::max(span, 1e-9);
   const double scale = kWidth / span;
   const double height = 40 + static_cast<double>(panels.size()) * (kPanelHead + kAxis) +

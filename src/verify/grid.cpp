@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <exception>
+#include <stdexcept>
 
 #include "ppstream/lower/lower.h"
 #include "ppstream/verify/verify.h"
@@ -19,6 +20,17 @@ std::string summarize(const PipelineConfig& c) {
 }
 
 std::vector<PipelineConfig> grid_configs(const GridOptions& o) {
+  // The config's own limits (docs/config.md); they also keep `m *= 2` below from overflowing.
+  auto check = [](const char* name, int64_t v, int64_t max) {
+    if (v < 1 || v > max)
+      throw std::invalid_argument(fmt::format("verify --grid: {}={}: expected 1..{}", name, v, max));
+  };
+  check("--max-pp", o.max_pp, 65536);
+  check("--max-vpp", o.max_vpp, 65536);
+  check("--max-microbatches", o.max_microbatches, 1 << 20);
+  if (int64_t{o.max_pp} * o.max_vpp > 65536)
+    throw std::invalid_argument(fmt::format("verify --grid: --max-pp {} x --max-vpp {} = {} virtual stages; expected at most 65536",
+                                            o.max_pp, o.max_vpp, int64_t{o.max_pp} * o.max_vpp));
   std::vector<PipelineConfig> out;
   for (int32_t pp = 1; pp <= o.max_pp; ++pp) {
     for (int32_t vpp = 1; vpp <= o.max_vpp; ++vpp) {

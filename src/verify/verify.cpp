@@ -73,8 +73,7 @@ std::vector<Violation> verify(const ProgramSet& set, const VerifyOptions& opts) 
   Report rep(set, opts, out);
   const engine::Topology topo = engine::build_topology(set);
   check_structure(topo, rep);
-  const World& w = set.world;
-  if (w.pp < 1 || w.vpp < 1 || w.shard < 1 || w.replicate < 1) return out;  // nothing else is defined
+  if (world_size_error(set.world)) return out;  // nothing else is defined (reported as structure)
   if (topo.errors.empty()) check_deadlock(topo, opts.platforms, rep);
   check_p2p_fifo(topo, rep);
   check_batch_shape(topo, rep);

@@ -67,5 +67,9 @@ bool is_valid_event_name(std::string_view name);   // non-empty printable ASCII,
 // or "<origin>: byte <n>: …" for malformed JSON.
 std::string to_json(const ProgramSet& set, int indent = -1);
 ProgramSet parse_json(const std::string& json_text, const std::string& origin = "<json>");
+// Reads a program file: JSON when the name ends in ".json", canonical text otherwise. Throws
+// ParseError "<path>: cannot read: <why>" for a missing file, a directory or a read error, and
+// the parsers' errors (with the path as origin) for its content.
+ProgramSet read_program_file(const std::string& path);
 
 }  // namespace ppstream

@@ -117,5 +117,10 @@ std::optional<DPMode> parse_dp_mode(const std::string& s);              // "none
 inline int32_t pp_rank_of(Rank r, const World& w) { return w.expanded ? r.v / w.dp() : r.v; }
 bool is_send(P2PKind k);
 bool is_forward(P2PKind k);
+// The sizes a World may have (the config's limits): every size >= 1, pp * vpp <= 65536 virtual
+// stages, and pp * shard * replicate ranks numbered in int32 (dp() and rank ids never overflow).
+// Returns what is wrong, e.g. "world pp=2 shard=65536 replicate=65536: 8589934592 ranks; ...",
+// or nullopt when the sizes are usable.
+std::optional<std::string> world_size_error(const World& w);
 
 }  // namespace ppstream

@@ -54,6 +54,9 @@ struct StragglerSpec {
 // Parses the text of the `straggler:` section (as kept in PipelineConfig::extra_sections).
 // `dp` resolves {pp_rank, dp_index} members. Throws ConfigError naming the key, line and value.
 StragglerSpec parse_straggler_spec(const std::string& yaml_text, int32_t dp);
+// The same, checked against the world it will run in: every rank below pp * dp, pp_rank below
+// pp, every stage below `num_stages` (a typo'd member or stage is an error, not a no-op).
+StragglerSpec parse_straggler_spec(const std::string& yaml_text, const World& world, int32_t num_stages);
 
 class StragglerModel {
  public:

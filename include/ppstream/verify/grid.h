@@ -27,6 +27,8 @@ struct GridResult {
   std::vector<std::string> failures;  // "<config summary>: <first violation>"
 };
 
+// Throws std::invalid_argument when a max is below 1 or above the config's limits (PP, VPP and
+// PP x VPP at most 65536, microbatches at most 2^20).
 std::vector<PipelineConfig> grid_configs(const GridOptions& opts);
 std::string summarize(const PipelineConfig& cfg);  // one line, e.g. "pp4 vpp2 mb16 multi_stream ..."
 // Compiles and verifies every grid config; `progress(done, total)` if given.
