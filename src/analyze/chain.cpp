@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -12,6 +14,16 @@ namespace ppstream::analyze::detail {
 namespace {
 
 double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+int priority(SliceKind k) {
+  switch (k) {
+    case SliceKind::P2P: return 5;
+    case SliceKind::COLLECTIVE: return 4;
+    case SliceKind::STREAM_WAIT: return 3;
+    case SliceKind::COMPUTE: return 2;
+    default: return 1;
+  }
+}
 
 struct SliceRef {
   const RankTimeline* tl = nullptr;
@@ -25,7 +37,7 @@ using Channel = std::tuple<int32_t, int32_t, char>;
 class Walker {
  public:
   Walker(const TraceSet& set, int64_t origin) : set_(set), origin_(origin) {
-    tol_ = set.global_clock ? 1000 : 20000;  // ns: same clock vs. clocks aligned per pair
+    tol_ = tolerance(set);
     for (const auto& tl : set.ranks) {
       by_rank_[tl.rank.v] = &tl;
       for (size_t i = 0; i < tl.slices.size(); ++i) {
@@ -62,37 +74,30 @@ class Walker {
                                 ms(delay_ns)});
   }
 
-  static int priority(SliceKind k) {
-    switch (k) {
-      case SliceKind::P2P: return 5;
-      case SliceKind::COLLECTIVE: return 4;
-      case SliceKind::STREAM_WAIT: return 3;
-      case SliceKind::COMPUTE: return 2;
-      default: return 1;
-    }
-  }
-
-  // The slice on another stream of the same rank that ended last before `t` (+ tolerance) and
-  // after `begin`: what released a wait ending at `t`, or what a late issue waited behind.
   std::optional<SliceRef> releaser(const RankTimeline& tl, uint32_t not_stream, int64_t begin,
                                    int64_t t) const {
-    std::optional<SliceRef> best;
-    for (size_t i = 0; i < tl.slices.size(); ++i) {
-      const Slice& s = tl.slices[i];
-      if (s.start_ns > t + tol_) break;
-      if (s.stream == not_stream || s.kind == SliceKind::HOST) continue;
-      int64_t e = s.end_ns();
-      if (e > t + tol_ || e < begin) continue;
-      if (!best) {
-        best = SliceRef{&tl, i};
-        continue;
-      }
-      int64_t be = best->s().end_ns();
-      bool later = e > be + tol_;
-      bool tie = !later && e >= be - tol_;
-      if (later || (tie && priority(s.kind) > priority(best->s().kind))) best = SliceRef{&tl, i};
+    auto i = detail::releaser(tl, not_stream, begin, t, tol_);
+    if (!i) return std::nullopt;
+    return SliceRef{&tl, *i};
+  }
+
+  // A stream wait on another stream spanning collective `r` (same start and end): the stream
+  // that issued the collective and blocked on it (CommHandle.wait on Ascend).
+  std::optional<SliceRef> issuer_wait(SliceRef r) const {
+    const Slice& c = r.s();
+    for (size_t i = 0; i < r.tl->slices.size(); ++i) {
+      const Slice& s = r.tl->slices[i];
+      if (s.start_ns > c.start_ns + tol_) break;
+      if (s.kind == SliceKind::STREAM_WAIT && s.stream != c.stream && std::llabs(s.start_ns - c.start_ns) <= tol_ &&
+          std::llabs(s.end_ns() - c.end_ns()) <= tol_)
+        return SliceRef{r.tl, i};
     }
-    return best;
+    return std::nullopt;
+  }
+
+  std::string issued_by(SliceRef r) const {
+    auto w = issuer_wait(r);
+    return w ? fmt::format("; rank {}'s {} stream was blocked in it", r.tl->rank.v, stream_name(*w)) : "";
   }
 
   // Median of (recv end − send end) over the channel's matched pairs: both ends wait for the
@@ -137,8 +142,8 @@ class Walker {
         explain_end(c, *rel, seen, depth + 1);
         return;
       case SliceKind::COLLECTIVE:
-        link(c, *rel, fmt::format("{} was running a collective{} for {:.3f} ms", stream_name(*rel),
-                                  group.empty() ? "" : " of group " + group, ms(s.dur_ns)),
+        link(c, *rel, fmt::format("{} was running a collective{} for {:.3f} ms{}", stream_name(*rel),
+                                  group.empty() ? "" : " of group " + group, ms(s.dur_ns), issued_by(*rel)),
              s.dur_ns);
         walk_back(c, *rel, seen, depth);
         return;
@@ -164,6 +169,14 @@ class Walker {
         const Slice& s = tl.slices[i];
         if (s.stream != r.s().stream || s.kind == SliceKind::HOST) continue;
         if (s.end_ns() >= start - tol_ && s.end_ns() <= start + tol_ && s.start_ns < start) prev = SliceRef{&tl, i};
+      }
+      if (!prev && r.s().kind == SliceKind::COLLECTIVE && queued == 0) {
+        // Nothing queued before it on its own (HCCL) stream: follow the stream that issued it.
+        auto w = issuer_wait(r);
+        if (w && seen.insert({w->tl, w->index}).second) {
+          walk_back(c, *w, seen, depth);
+          return;
+        }
       }
       if (!prev || !seen.insert({prev->tl, prev->index}).second) return;
       if (prev->s().kind == SliceKind::STREAM_WAIT) {
@@ -261,8 +274,8 @@ class Walker {
     } else if (s.kind == SliceKind::COLLECTIVE) {
       const std::string& g = set_.strings.str(s.group);
       link(c, *rel, fmt::format("rank {}'s {} stream was running a collective{} ({:.3f} ms) until the "
-                                "send could be issued",
-                                peer, stream_name(*rel), g.empty() ? "" : " of group " + g, ms(s.dur_ns)),
+                                "send could be issued{}",
+                                peer, stream_name(*rel), g.empty() ? "" : " of group " + g, ms(s.dur_ns), issued_by(*rel)),
            s.dur_ns, off);
       walk_back(c, *rel, seen, depth + 1);
     } else if (s.kind == SliceKind::P2P) {
@@ -285,17 +298,63 @@ class Walker {
 
 }  // namespace
 
+uint32_t compute_stream(const RankTimeline& tl) {
+  for (size_t i = 0; i < tl.streams.size(); ++i) {
+    if (tl.streams[i].name == "compute") return static_cast<uint32_t>(i);
+  }
+  std::vector<int64_t> busy(tl.streams.size(), 0);
+  for (const auto& s : tl.slices) {
+    if (s.kind == SliceKind::COMPUTE) busy[s.stream] += s.dur_ns;
+  }
+  return static_cast<uint32_t>(std::max_element(busy.begin(), busy.end()) - busy.begin());
+}
+
+int64_t tolerance(const TraceSet& set) { return set.global_clock ? 1000 : 20000; }
+
+bool is_reduction(const TraceSet& set, const Slice& s) {
+  if (s.kind != SliceKind::COLLECTIVE) return false;
+  std::string n = set.strings.str(s.name);
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return n.find("reduce") != std::string::npos;
+}
+
+std::optional<size_t> releaser(const RankTimeline& tl, uint32_t not_stream, int64_t begin, int64_t t,
+                               int64_t tol) {
+  std::optional<size_t> best;
+  for (size_t i = 0; i < tl.slices.size(); ++i) {
+    const Slice& s = tl.slices[i];
+    if (s.start_ns > t + tol) break;
+    if (s.stream == not_stream || s.kind == SliceKind::HOST) continue;
+    int64_t e = s.end_ns();
+    if (e > t + tol || e < begin) continue;
+    if (!best) {
+      best = i;
+      continue;
+    }
+    int64_t be = tl.slices[*best].end_ns();
+    bool later = e > be + tol;
+    bool tie = !later && e >= be - tol;
+    if (later || (tie && priority(s.kind) > priority(tl.slices[*best].kind))) best = i;
+  }
+  return best;
+}
+
 std::vector<WaitChain> wait_chains(const TraceSet& set, int64_t lo, int64_t hi, size_t count,
                                    int64_t origin) {
-  std::vector<SliceRef> waits;
+  // Compute-stream waits are the pipeline stalls; a P2P stream idling until its producer's
+  // event fires is not, so other streams' waits are used only when compute never waits.
+  std::vector<SliceRef> waits, other;
   for (const auto& tl : set.ranks) {
+    if (tl.streams.empty()) continue;
+    const uint32_t cs = compute_stream(tl);
     for (size_t i = 0; i < tl.slices.size(); ++i) {
       const Slice& s = tl.slices[i];
       if (s.kind == SliceKind::STREAM_WAIT && s.dur_ns > 0 && s.start_ns >= lo && s.start_ns < hi) {
-        waits.push_back({&tl, i});
+        (s.stream == cs ? waits : other).push_back({&tl, i});
       }
     }
   }
+  if (waits.empty()) waits = std::move(other);
   std::sort(waits.begin(), waits.end(), [](const SliceRef& a, const SliceRef& b) {
     return a.s().dur_ns != b.s().dur_ns ? a.s().dur_ns > b.s().dur_ns : a.tl->rank < b.tl->rank;
   });

@@ -2,13 +2,30 @@
 // rank and cause where the delay started (algorithm: docs/analyze.md "Wait chain").
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "ppstream/analyze/analyze.h"
 
 namespace ppstream::analyze::detail {
 
-// Chains for the `count` longest stream waits starting in [lo, hi); times relative to `origin`.
+// The rank's compute stream: the one named "compute", else the one with the most compute time.
+uint32_t compute_stream(const RankTimeline& tl);
+
+// Matching tolerance in ns: 1 µs on a global clock, 20 µs when clocks are aligned per pair.
+int64_t tolerance(const TraceSet& set);
+
+// A gradient-reduction collective: name holds "reduce" in any case (REDUCE_GRAD, allReduce,
+// ReduceScatter); all-gathers (UNSHARD) are not.
+bool is_reduction(const TraceSet& set, const Slice& s);
+
+// Index of the slice on another stream of `tl` that ended last in [begin, t + tol] (ties within
+// tol: P2P > collective > stream wait > compute): what released a wait ending at `t`.
+std::optional<size_t> releaser(const RankTimeline& tl, uint32_t not_stream, int64_t begin, int64_t t,
+                               int64_t tol);
+
+// Chains for the `count` longest waits on the ranks' compute streams (all streams' waits when
+// no compute stream waits) starting in [lo, hi); times relative to `origin`.
 std::vector<WaitChain> wait_chains(const TraceSet& set, int64_t lo, int64_t hi, size_t count,
                                    int64_t origin);
 

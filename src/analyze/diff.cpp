@@ -16,6 +16,7 @@ Flat flatten(const RankMetrics& m) {
             {"compute_wait_ms", m.compute_wait_ms},   {"stream_wait_ms", m.stream_wait_ms},
             {"pp_wait_ms", m.pp_wait_ms},             {"bubble_ms", m.bubble_ms},
             {"bubble_ratio", m.bubble_ratio},         {"reduce_exposed_ms", m.reduce_exposed_ms},
+            {"reduce_unoverlapped_ms", m.reduce_unoverlapped_ms},
             {"reduce_overlap_ratio", m.reduce_overlap_ratio}};
   for (const auto& o : m.overlap) {
     std::string k = o.group.empty() ? o.kind : fmt::format("{}[{}]", o.kind, o.group);
@@ -76,8 +77,13 @@ DiffResult diff(const AnalysisResult& baseline, const AnalysisResult& optimized)
   DiffResult d;
   d.baseline_sources = baseline.sources;
   d.optimized_sources = optimized.sources;
-  add_rows(d, "all", {{"step_time_ms", baseline.total.step_time_ms}},
-           {{"step_time_ms", optimized.total.step_time_ms}});
+  auto set_level = [](const StepMetrics& s) {
+    return Flat{{"step_time_ms", s.step_time_ms},
+                {"bubble_ratio", s.bubble_ratio},
+                {"reduce_exposed_ms", s.reduce_exposed_ms},
+                {"reduce_overlap_ratio", s.reduce_overlap_ratio}};
+  };
+  add_rows(d, "all", set_level(baseline.total), set_level(optimized.total));
   auto bs = by_stage(baseline.total), os = by_stage(optimized.total);
   for (const auto& [stage, m] : bs) {
     Flat b(m.begin(), m.end()), o;

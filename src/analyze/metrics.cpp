@@ -25,18 +25,6 @@ bool is_recv_wait(const Slice& s) {
   return std::any_of(s.p2p.begin(), s.p2p.end(), [](const P2PPart& p) { return p.dir == P2PDir::RECV; });
 }
 
-// The stream with the most compute time: "compute" in ours, the busiest kernel stream elsewhere.
-uint32_t compute_stream(const RankTimeline& tl) {
-  std::vector<int64_t> busy(tl.streams.size(), 0);
-  for (const auto& s : tl.slices) {
-    if (s.kind == SliceKind::COMPUTE) busy[s.stream] += s.dur_ns;
-  }
-  for (size_t i = 0; i < tl.streams.size(); ++i) {
-    if (tl.streams[i].name == "compute") return static_cast<uint32_t>(i);
-  }
-  return static_cast<uint32_t>(std::max_element(busy.begin(), busy.end()) - busy.begin());
-}
-
 OverlapMetrics overlap_of(std::string kind, std::string group, std::vector<Interval> comm,
                           const std::vector<Interval>& compute) {
   OverlapMetrics o;
@@ -62,9 +50,11 @@ RankMetrics rank_metrics(const TraceSet& set, const RankTimeline& tl, int64_t lo
   m.rank = tl.rank;
   m.pp_rank = tl.pp_rank;
   if (tl.streams.empty()) return m;
-  uint32_t cs = compute_stream(tl);
+  const uint32_t cs = compute_stream(tl);
+  const int64_t tol = tolerance(set);
+  int64_t exposed = 0;
   m.compute_stream = tl.streams[cs].name;
-  std::vector<Interval> compute, comm_all, coll, p2p;
+  std::vector<Interval> compute, comm_all, coll, p2p, reduce;
   std::map<std::pair<std::string, std::string>, std::vector<Interval>> by_group;
   std::vector<std::vector<Interval>> busy(tl.streams.size());
   std::vector<StreamMetrics> streams(tl.streams.size());
@@ -79,7 +69,16 @@ RankMetrics rank_metrics(const TraceSet& set, const RankTimeline& tl, int64_t lo
     if (s.kind == SliceKind::STREAM_WAIT) {
       sm.wait_ms += ms(s.dur_ns);
       ++sm.waits;
+      // Compute blocked on a reduction: the wait ends when a reduction on another stream does.
+      if (s.stream == cs) {
+        auto rel = releaser(tl, cs, s.start_ns, s.end_ns(), tol);
+        if (rel && is_reduction(set, tl.slices[*rel])) exposed += s.dur_ns;
+      }
       continue;
+    }
+    if (is_reduction(set, s)) {
+      reduce.push_back(iv);
+      if (s.stream == cs) exposed += s.dur_ns;  // issued and run on the compute stream itself
     }
     busy[s.stream].push_back(iv);
     if (s.kind == SliceKind::COMPUTE) compute.push_back(iv);
@@ -111,8 +110,12 @@ RankMetrics rank_metrics(const TraceSet& set, const RankTimeline& tl, int64_t lo
   m.overlap.push_back(overlap_of("collective", "", std::move(coll), cmp));
   m.overlap.push_back(overlap_of("p2p", "", std::move(p2p), cmp));
   for (auto& [key, ivs] : by_group) m.overlap.push_back(overlap_of(key.first, key.second, std::move(ivs), cmp));
-  m.reduce_exposed_ms = m.overlap[1].exposed_ms;
-  m.reduce_overlap_ratio = m.overlap[1].ratio;
+  auto red = overlap_of("reduce", "", std::move(reduce), cmp);
+  m.reduce_exposed_ms = ms(exposed);
+  m.reduce_comm_ms = red.comm_ms;
+  m.reduce_overlap_ms = red.overlap_ms;
+  m.reduce_unoverlapped_ms = red.exposed_ms;
+  m.reduce_overlap_ratio = red.ratio;
   if (marker) m.step_time_ms = ms(marker->end_ns - marker->start_ns);
   else if (last > first) m.step_time_ms = ms(last - first);
   m.bubble_ms = std::max(0.0, m.step_time_ms - m.compute_ms);
@@ -144,6 +147,20 @@ std::optional<std::pair<int64_t, int64_t>> step_window(const RankTimeline& tl, i
   return std::nullopt;
 }
 
+// The set-level figures, as the simulator defines them (sim/metrics.h).
+void set_figures(StepMetrics& sm) {
+  double comm = 0, overlap = 0;
+  sm.bubble_ratio = 0;
+  for (const auto& r : sm.ranks) {
+    if (sm.step_time_ms > 0) sm.bubble_ratio += (sm.step_time_ms - r.compute_ms) / sm.step_time_ms;
+    sm.reduce_exposed_ms = std::max(sm.reduce_exposed_ms, r.reduce_exposed_ms);
+    comm += r.reduce_comm_ms;
+    overlap += r.reduce_overlap_ms;
+  }
+  if (!sm.ranks.empty()) sm.bubble_ratio /= static_cast<double>(sm.ranks.size());
+  if (comm > 0) sm.reduce_overlap_ratio = overlap / comm;
+}
+
 StepMetrics step_metrics(const TraceSet& set, int64_t step, std::vector<P2PWait>* waits,
                          int64_t origin, std::pair<int64_t, int64_t>* window) {
   StepMetrics sm;
@@ -156,6 +173,7 @@ StepMetrics step_metrics(const TraceSet& set, int64_t step, std::vector<P2PWait>
     sm.ranks.push_back(detail::rank_metrics(set, tl, w->first, w->second, marker, waits, origin));
     sm.step_time_ms = std::max(sm.step_time_ms, sm.ranks.back().step_time_ms);
   }
+  set_figures(sm);
   return sm;
 }
 
@@ -208,6 +226,7 @@ AnalysisResult analyze(const TraceSet& set, const AnalyzeOptions& opts) {
       }
     }
     if (set.global_clock && last > first) r.total.step_time_ms = ms(last - first);
+    set_figures(r.total);
     std::vector<int64_t> steps;
     for (const auto& tl : set.ranks) {
       for (const auto& s : tl.steps) steps.push_back(s.step);

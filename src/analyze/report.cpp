@@ -25,6 +25,9 @@ json rank_json(const RankMetrics& m) {
             {"bubble_ms", m.bubble_ms},
             {"bubble_ratio", m.bubble_ratio},
             {"reduce_exposed_ms", m.reduce_exposed_ms},
+            {"reduce_comm_ms", m.reduce_comm_ms},
+            {"reduce_overlap_ms", m.reduce_overlap_ms},
+            {"reduce_unoverlapped_ms", m.reduce_unoverlapped_ms},
             {"reduce_overlap_ratio", opt(m.reduce_overlap_ratio)}};
   json streams = json::array();
   for (const auto& s : m.streams) {
@@ -43,7 +46,12 @@ json rank_json(const RankMetrics& m) {
 json step_json(const StepMetrics& s) {
   json ranks = json::array();
   for (const auto& r : s.ranks) ranks.push_back(rank_json(r));
-  return {{"step", s.step ? json(*s.step) : json(nullptr)}, {"step_time_ms", s.step_time_ms}, {"ranks", ranks}};
+  return {{"step", s.step ? json(*s.step) : json(nullptr)},
+          {"step_time_ms", s.step_time_ms},
+          {"bubble_ratio", s.bubble_ratio},
+          {"reduce_exposed_ms", s.reduce_exposed_ms},
+          {"reduce_overlap_ratio", opt(s.reduce_overlap_ratio)},
+          {"ranks", ranks}};
 }
 
 std::string ratio_text(const std::optional<double>& r) {
@@ -99,8 +107,10 @@ std::string AnalysisResult::to_text() const {
   std::string out;
   for (const auto& n : notes) out += fmt::format("note: {}\n", n);
   auto table = [&](const StepMetrics& s) {
-    out += s.step ? fmt::format("step {}: step_time_ms {:.3f}\n", *s.step, s.step_time_ms)
-                  : fmt::format("whole trace: step_time_ms {:.3f}\n", s.step_time_ms);
+    out += s.step ? fmt::format("step {}: step_time_ms {:.3f}", *s.step, s.step_time_ms)
+                  : fmt::format("whole trace: step_time_ms {:.3f}", s.step_time_ms);
+    out += fmt::format(", bubble_ratio {:.4f}, reduce_exposed_ms {:.3f} (max), reduce_overlap {}\n",
+                       s.bubble_ratio, s.reduce_exposed_ms, ratio_text(s.reduce_overlap_ratio));
     out += fmt::format("  {:>6} {:>12} {:>12} {:>15} {:>14} {:>12} {:>11} {:>13} {:>17} {:>13}\n", "rank",
                        "step_ms", "compute_ms", "compute_wait_ms", "stream_wait_ms", "pp_wait_ms",
                        "bubble_pct", "comm_overlap", "reduce_exposed_ms", "reduce_overlap");

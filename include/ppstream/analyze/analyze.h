@@ -14,7 +14,7 @@ namespace ppstream::analyze {
 
 struct AnalyzeOptions {
   std::optional<int64_t> step;  // only this step (needs step markers; else TraceError)
-  size_t chains = 3;            // how many of the longest stream waits get a wait chain
+  size_t chains = 3;            // how many of the longest compute-stream waits get a wait chain
 };
 
 // Stream-wait total of one stream of one rank.
@@ -58,8 +58,13 @@ struct RankMetrics {
   int64_t p2p_recvs = 0;
   double bubble_ms = 0;        // step_time_ms − compute_ms
   double bubble_ratio = 0;     // bubble_ms / step_time_ms
-  double reduce_exposed_ms = 0;                // exposed collective time
-  std::optional<double> reduce_overlap_ratio;  // collective overlap ratio
+  // Reductions = collectives named *reduce* (REDUCE_GRAD, allReduce, ReduceScatter).
+  double reduce_exposed_ms = 0;      // compute stream blocked on reductions (DESIGN.md): reduction
+                                     // slices on it + its waits released by a reduction
+  double reduce_comm_ms = 0;         // |reduction slices|
+  double reduce_overlap_ms = 0;      // |reduction slices ∩ compute|
+  double reduce_unoverlapped_ms = 0; // reduce_comm_ms − reduce_overlap_ms (HTA-style "exposed")
+  std::optional<double> reduce_overlap_ratio;  // reduce_overlap_ms / reduce_comm_ms
   std::vector<StreamMetrics> streams;
   std::vector<OverlapMetrics> overlap;  // "all", "collective", "p2p", then per group
 };
@@ -68,6 +73,10 @@ struct RankMetrics {
 struct StepMetrics {
   std::optional<int64_t> step;  // absent: whole span
   double step_time_ms = 0;      // max over ranks
+  // Set-level figures, defined as the simulator's (docs/analyze.md "Metrics"):
+  double bubble_ratio = 0;       // mean over ranks of (step_time_ms − compute_ms) / step_time_ms
+  double reduce_exposed_ms = 0;  // max over ranks
+  std::optional<double> reduce_overlap_ratio;  // Σ reduce_overlap_ms / Σ reduce_comm_ms
   std::vector<RankMetrics> ranks;
 };
 
