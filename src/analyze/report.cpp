@@ -147,10 +147,10 @@ std::string AnalysisResult::to_text() const {
     }
   }
   if (!longest_pp_waits.empty()) {
-    out += "longest P2P receive waits (recv issued → data ready):\n";
+    out += "longest P2P receive waits (recv issued → matched; then the transfer):\n";
     for (const auto& w : longest_pp_waits) {
-      out += fmt::format("  rank {:>5} {:<12} {:>10.3f} ms at {:.3f} ms  {}\n", w.rank.v, w.stream, w.wait_ms,
-                         w.start_ms, w.name);
+      out += fmt::format("  rank {:>5} {:<12} {:>10.3f} ms at {:.3f} ms (+{:.3f} ms transfer{})  {}\n", w.rank.v,
+                         w.stream, w.wait_ms, w.start_ms, w.transfer_ms, w.paired ? "" : ", no paired send", w.name);
     }
   }
   for (const auto& c : chains) {
