@@ -31,22 +31,10 @@ struct SliceRef {
   const Slice& s() const { return tl->slices[index]; }
 };
 
-// Channel key: (sender, receiver, phase).
-using Channel = std::tuple<int32_t, int32_t, char>;
-
 class Walker {
  public:
-  Walker(const TraceSet& set, int64_t origin) : set_(set), origin_(origin) {
+  Walker(const TraceSet& set, const P2PPairs& pairs, int64_t origin) : set_(set), pairs_(pairs), origin_(origin) {
     tol_ = tolerance(set);
-    for (const auto& tl : set.ranks) {
-      by_rank_[tl.rank.v] = &tl;
-      for (size_t i = 0; i < tl.slices.size(); ++i) {
-        for (const auto& p : tl.slices[i].p2p) {
-          if (p.dir == P2PDir::SEND) sends_[{tl.rank.v, p.peer.v, p.phase}].push_back({&tl, i});
-          else recvs_[{p.peer.v, tl.rank.v, p.phase}].push_back({&tl, i});
-        }
-      }
-    }
   }
 
   WaitChain walk(SliceRef wait) {
@@ -98,24 +86,6 @@ class Walker {
   std::string issued_by(SliceRef r) const {
     auto w = issuer_wait(r);
     return w ? fmt::format("; rank {}'s {} stream was blocked in it", r.tl->rank.v, stream_name(*w)) : "";
-  }
-
-  // Median of (recv end − send end) over the channel's matched pairs: both ends wait for the
-  // same transfer, so this maps the sender's clock onto the receiver's.
-  int64_t offset(const Channel& ch) {
-    if (set_.global_clock) return 0;
-    auto it = offsets_.find(ch);
-    if (it != offsets_.end()) return it->second;
-    const auto& s = sends_[ch];
-    const auto& r = recvs_[ch];
-    std::vector<int64_t> d;
-    for (size_t k = 0; k < std::min(s.size(), r.size()); ++k) d.push_back(r[k].s().end_ns() - s[k].s().end_ns());
-    int64_t off = 0;
-    if (!d.empty()) {
-      std::nth_element(d.begin(), d.begin() + static_cast<long>(d.size() / 2), d.end());
-      off = d[d.size() / 2];
-    }
-    return offsets_[ch] = off;
   }
 
   void explain_end(WaitChain& c, SliceRef waiting, std::set<std::pair<const RankTimeline*, size_t>>& seen,
@@ -198,21 +168,21 @@ class Walker {
     const Slice& r = recv.s();
     int32_t me = recv.tl->rank.v;
     std::optional<SliceRef> send;
-    Channel best_ch{};
+    int32_t peer = 0;
+    int64_t off = 0;
     int64_t late = INT64_MIN;
-    for (const auto& p : r.p2p) {
-      if (p.dir != P2PDir::RECV) continue;
-      Channel ch{p.peer.v, me, p.phase};
-      const auto& rv = recvs_[ch];
-      auto pos = std::find_if(rv.begin(), rv.end(), [&](const SliceRef& x) { return x.tl == recv.tl && x.index == recv.index; });
-      const auto& sv = sends_[ch];
-      size_t k = static_cast<size_t>(pos - rv.begin());
-      if (pos == rv.end() || k >= sv.size()) continue;
-      int64_t l = sv[k].s().start_ns + offset(ch) - r.start_ns;
+    // The latest-issued paired send among the slice's receive ops: the one it waited for.
+    for (size_t k = 0; k < r.p2p.size(); ++k) {
+      if (r.p2p[k].dir != P2PDir::RECV) continue;
+      auto q = pairs_.peer(*recv.tl, recv.index, k);
+      if (!q) continue;
+      const int64_t o = pairs_.clock_shift(q->tl->rank, recv.tl->rank, r.p2p[k].phase);
+      const int64_t l = q->s().start_ns + o - r.start_ns;
       if (l > late) {
         late = l;
-        send = sv[k];
-        best_ch = ch;
+        send = SliceRef{q->tl, q->slice};
+        peer = q->tl->rank.v;
+        off = o;
       }
     }
     if (!send) {
@@ -221,8 +191,6 @@ class Walker {
            r.dur_ns);
       return;
     }
-    int64_t off = offset(best_ch);
-    int32_t peer = std::get<0>(best_ch);
     if (late <= tol_) {
       link(c, recv, fmt::format("received from rank {}; its send was issued in time, the transfer "
                                 "took {:.3f} ms",
@@ -289,11 +257,9 @@ class Walker {
   }
 
   const TraceSet& set_;
+  const P2PPairs& pairs_;
   int64_t origin_;
   int64_t tol_;
-  std::map<int32_t, const RankTimeline*> by_rank_;
-  std::map<Channel, std::vector<SliceRef>> sends_, recvs_;
-  std::map<Channel, int64_t> offsets_;
 };
 
 }  // namespace
@@ -339,8 +305,8 @@ std::optional<size_t> releaser(const RankTimeline& tl, uint32_t not_stream, int6
   return best;
 }
 
-std::vector<WaitChain> wait_chains(const TraceSet& set, int64_t lo, int64_t hi, size_t count,
-                                   int64_t origin) {
+std::vector<WaitChain> wait_chains(const TraceSet& set, const P2PPairs& pairs, int64_t lo, int64_t hi,
+                                   size_t count, int64_t origin) {
   // Compute-stream waits are the pipeline stalls; a P2P stream idling until its producer's
   // event fires is not, so other streams' waits are used only when compute never waits.
   std::vector<SliceRef> waits, other;
@@ -359,7 +325,7 @@ std::vector<WaitChain> wait_chains(const TraceSet& set, int64_t lo, int64_t hi, 
     return a.s().dur_ns != b.s().dur_ns ? a.s().dur_ns > b.s().dur_ns : a.tl->rank < b.tl->rank;
   });
   if (waits.size() > count) waits.resize(count);
-  Walker walker(set, origin);
+  Walker walker(set, pairs, origin);
   std::vector<WaitChain> out;
   for (const auto& w : waits) out.push_back(walker.walk(w));
   return out;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "p2p_pairs.h"
 #include "ppstream/analyze/analyze.h"
 
 namespace ppstream::analyze::detail {
@@ -26,10 +27,12 @@ std::optional<size_t> releaser(const RankTimeline& tl, uint32_t not_stream, int6
 
 // Chains for the `count` longest waits on the ranks' compute streams (all streams' waits when
 // no compute stream waits) starting in [lo, hi); times relative to `origin`.
-std::vector<WaitChain> wait_chains(const TraceSet& set, int64_t lo, int64_t hi, size_t count,
-                                   int64_t origin);
+// Receives are paired with sends by `pairs`.
+std::vector<WaitChain> wait_chains(const TraceSet& set, const P2PPairs& pairs, int64_t lo, int64_t hi,
+                                   size_t count, int64_t origin);
 
-RankMetrics rank_metrics(const TraceSet& set, const RankTimeline& tl, int64_t lo, int64_t hi,
-                         const StepMarker* marker, std::vector<P2PWait>* waits, int64_t origin);
+// pp_wait_ms per receiving P2P slice = matched − start (`pairs`), its whole duration when unpaired.
+RankMetrics rank_metrics(const TraceSet& set, const P2PPairs& pairs, const RankTimeline& tl, int64_t lo,
+                         int64_t hi, const StepMarker* marker, std::vector<P2PWait>* waits, int64_t origin);
 
 }  // namespace ppstream::analyze::detail

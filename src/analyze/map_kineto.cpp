@@ -77,9 +77,9 @@ std::optional<Draft> map_kineto(const RawEvent& ev) {
       d.bytes = static_cast<uint64_t>(*ev.args.in_nelems) * dtype_bytes(ev.args.dtype);
     }
     if (ev.args.collective == "send" && ev.args.dst_rank) {
-      d.p2p.push_back({P2PDir::SEND, Rank(static_cast<int32_t>(*ev.args.dst_rank))});
+      d.p2p.push_back({P2PDir::SEND, Rank(static_cast<int32_t>(*ev.args.dst_rank)), 0, std::nullopt});
     } else if (ev.args.collective == "recv" && ev.args.src_rank) {
-      d.p2p.push_back({P2PDir::RECV, Rank(static_cast<int32_t>(*ev.args.src_rank))});
+      d.p2p.push_back({P2PDir::RECV, Rank(static_cast<int32_t>(*ev.args.src_rank)), 0, std::nullopt});
     }
   } else {
     d.kind = SliceKind::COMPUTE;

@@ -44,8 +44,8 @@ OverlapMetrics overlap_of(std::string kind, std::string group, std::vector<Inter
 
 namespace detail {
 
-RankMetrics rank_metrics(const TraceSet& set, const RankTimeline& tl, int64_t lo, int64_t hi,
-                         const StepMarker* marker, std::vector<P2PWait>* waits, int64_t origin) {
+RankMetrics rank_metrics(const TraceSet& set, const P2PPairs& pairs, const RankTimeline& tl, int64_t lo,
+                         int64_t hi, const StepMarker* marker, std::vector<P2PWait>* waits, int64_t origin) {
   RankMetrics m;
   m.rank = tl.rank;
   m.pp_rank = tl.pp_rank;
@@ -59,7 +59,8 @@ RankMetrics rank_metrics(const TraceSet& set, const RankTimeline& tl, int64_t lo
   std::vector<std::vector<Interval>> busy(tl.streams.size());
   std::vector<StreamMetrics> streams(tl.streams.size());
   int64_t first = INT64_MAX, last = INT64_MIN;
-  for (const auto& s : tl.slices) {
+  for (size_t si = 0; si < tl.slices.size(); ++si) {
+    const Slice& s = tl.slices[si];
     if (s.start_ns < lo || s.start_ns >= hi) continue;
     if (s.kind == SliceKind::HOST) continue;
     first = std::min(first, s.start_ns);
@@ -89,11 +90,16 @@ RankMetrics rank_metrics(const TraceSet& set, const RankTimeline& tl, int64_t lo
       if (!g.empty()) by_group[{to_string(s.kind), g}].push_back(iv);
     }
     if (is_recv_wait(s)) {
-      m.pp_wait_ms += ms(s.dur_ns);
+      // DESIGN.md: recv issued → matched; the rest of the slice is the transfer.
+      const auto matched = pairs.matched_ns(tl, si);
+      const int64_t wait = matched ? std::min(*matched, s.end_ns()) - s.start_ns : s.dur_ns;
+      m.pp_wait_ms += ms(wait);
+      m.pp_transfer_ms += ms(s.dur_ns - wait);
       ++m.p2p_recvs;
+      if (!matched) ++m.p2p_unpaired;
       if (waits) {
         waits->push_back(P2PWait{tl.rank, tl.streams[s.stream].name, set.strings.str(s.name),
-                                 ms(s.start_ns - origin), ms(s.dur_ns)});
+                                 ms(s.start_ns - origin), ms(wait), ms(s.dur_ns - wait), matched.has_value()});
       }
     }
   }
@@ -161,7 +167,7 @@ void set_figures(StepMetrics& sm) {
   if (comm > 0) sm.reduce_overlap_ratio = overlap / comm;
 }
 
-StepMetrics step_metrics(const TraceSet& set, int64_t step, std::vector<P2PWait>* waits,
+StepMetrics step_metrics(const TraceSet& set, const detail::P2PPairs& pairs, int64_t step, std::vector<P2PWait>* waits,
                          int64_t origin, std::pair<int64_t, int64_t>* window) {
   StepMetrics sm;
   sm.step = step;
@@ -170,7 +176,7 @@ StepMetrics step_metrics(const TraceSet& set, int64_t step, std::vector<P2PWait>
     auto w = step_window(tl, step, &marker);
     if (!w) continue;
     if (window) *window = {std::min(window->first, w->first), std::max(window->second, w->second)};
-    sm.ranks.push_back(detail::rank_metrics(set, tl, w->first, w->second, marker, waits, origin));
+    sm.ranks.push_back(detail::rank_metrics(set, pairs, tl, w->first, w->second, marker, waits, origin));
     sm.step_time_ms = std::max(sm.step_time_ms, sm.ranks.back().step_time_ms);
   }
   set_figures(sm);
@@ -198,10 +204,11 @@ AnalysisResult analyze(const TraceSet& set, const AnalyzeOptions& opts) {
   r.comm_ops = set.comm_ops;
   add_vendor(set, r);
   int64_t origin = set_origin(set);
+  const detail::P2PPairs pairs(set);
   std::vector<P2PWait> waits;
   std::pair<int64_t, int64_t> window{INT64_MAX, INT64_MIN};
   if (opts.step) {
-    r.total = step_metrics(set, *opts.step, &waits, origin, &window);
+    r.total = step_metrics(set, pairs, *opts.step, &waits, origin, &window);
     if (r.total.ranks.empty() && !set.ranks.empty()) {
       std::vector<int64_t> have;
       for (const auto& tl : set.ranks) {
@@ -217,7 +224,7 @@ AnalysisResult analyze(const TraceSet& set, const AnalyzeOptions& opts) {
     window = {INT64_MIN, INT64_MAX};
     int64_t first = INT64_MAX, last = INT64_MIN;
     for (const auto& tl : set.ranks) {
-      r.total.ranks.push_back(detail::rank_metrics(set, tl, INT64_MIN, INT64_MAX, nullptr, &waits, origin));
+      r.total.ranks.push_back(detail::rank_metrics(set, pairs, tl, INT64_MIN, INT64_MAX, nullptr, &waits, origin));
       r.total.step_time_ms = std::max(r.total.step_time_ms, r.total.ranks.back().step_time_ms);
       for (const auto& s : tl.slices) {
         if (s.kind == SliceKind::HOST) continue;
@@ -233,13 +240,13 @@ AnalysisResult analyze(const TraceSet& set, const AnalyzeOptions& opts) {
     }
     std::sort(steps.begin(), steps.end());
     steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
-    for (int64_t s : steps) r.steps.push_back(step_metrics(set, s, nullptr, origin, nullptr));
+    for (int64_t s : steps) r.steps.push_back(step_metrics(set, pairs, s, nullptr, origin, nullptr));
   }
   std::sort(waits.begin(), waits.end(),
             [](const P2PWait& a, const P2PWait& b) { return a.wait_ms > b.wait_ms; });
   if (waits.size() > 10) waits.resize(10);
   r.longest_pp_waits = std::move(waits);
-  r.chains = detail::wait_chains(set, window.first, window.second, opts.chains, origin);
+  r.chains = detail::wait_chains(set, pairs, window.first, window.second, opts.chains, origin);
   return r;
 }
 

@@ -21,7 +21,9 @@ json rank_json(const RankMetrics& m) {
             {"compute_wait_ms", m.compute_wait_ms},
             {"stream_wait_ms", m.stream_wait_ms},
             {"pp_wait_ms", m.pp_wait_ms},
+            {"pp_transfer_ms", m.pp_transfer_ms},
             {"p2p_recvs", m.p2p_recvs},
+            {"p2p_unpaired", m.p2p_unpaired},
             {"bubble_ms", m.bubble_ms},
             {"bubble_ratio", m.bubble_ratio},
             {"reduce_exposed_ms", m.reduce_exposed_ms},
@@ -70,7 +72,8 @@ std::string AnalysisResult::to_json() const {
   j["steps"] = st;
   json w = json::array();
   for (const auto& p : longest_pp_waits) {
-    w.push_back({{"rank", p.rank.v}, {"stream", p.stream}, {"name", p.name}, {"start_ms", p.start_ms}, {"wait_ms", p.wait_ms}});
+    w.push_back({{"rank", p.rank.v}, {"stream", p.stream}, {"name", p.name}, {"start_ms", p.start_ms}, {"wait_ms", p.wait_ms},
+                 {"transfer_ms", p.transfer_ms}, {"paired", p.paired}});
   }
   j["longest_pp_waits"] = w;
   json ch = json::array();
@@ -144,10 +147,10 @@ std::string AnalysisResult::to_text() const {
     }
   }
   if (!longest_pp_waits.empty()) {
-    out += "longest P2P receive waits (recv issued → data ready):\n";
+    out += "longest P2P receive waits (recv issued → matched; then the transfer):\n";
     for (const auto& w : longest_pp_waits) {
-      out += fmt::format("  rank {:>5} {:<12} {:>10.3f} ms at {:.3f} ms  {}\n", w.rank.v, w.stream, w.wait_ms,
-                         w.start_ms, w.name);
+      out += fmt::format("  rank {:>5} {:<12} {:>10.3f} ms at {:.3f} ms (+{:.3f} ms transfer{})  {}\n", w.rank.v,
+                         w.stream, w.wait_ms, w.start_ms, w.transfer_ms, w.paired ? "" : ", no paired send", w.name);
     }
   }
   for (const auto& c : chains) {

@@ -36,13 +36,16 @@ struct OverlapMetrics {
   std::optional<double> ratio;  // absent when comm_ms == 0
 };
 
-// One P2P receive's wait (recv issued → data ready = the P2P slice's duration).
+// One receiving P2P slice's wait (DESIGN.md: recv issued → matched, i.e. the later of its start
+// and its paired sends' starts on aligned clocks) and the transfer after it (matched → end).
 struct P2PWait {
   Rank rank;
   std::string stream;
   std::string name;
   double start_ms = 0;  // relative to the set's time origin
-  double wait_ms = 0;
+  double wait_ms = 0;   // the whole slice when no send is paired (paired == false)
+  double transfer_ms = 0;
+  bool paired = true;
 };
 
 // All metrics of one rank over the analyzed window.
@@ -54,8 +57,10 @@ struct RankMetrics {
   double compute_ms = 0;       // |union of compute slices|
   double compute_wait_ms = 0;  // Σ stream waits on compute_stream
   double stream_wait_ms = 0;   // Σ stream waits on all streams
-  double pp_wait_ms = 0;       // Σ P2P receive waits
+  double pp_wait_ms = 0;       // Σ P2PWait::wait_ms over receiving P2P slices
+  double pp_transfer_ms = 0;   // Σ P2PWait::transfer_ms
   int64_t p2p_recvs = 0;
+  int64_t p2p_unpaired = 0;    // receiving slices without a paired send (counted whole)
   double bubble_ms = 0;        // step_time_ms − compute_ms
   double bubble_ratio = 0;     // bubble_ms / step_time_ms
   // Reductions = collectives named *reduce* (REDUCE_GRAD, allReduce, ReduceScatter).

@@ -48,6 +48,7 @@ struct P2PPart {
   P2PDir dir = P2PDir::SEND;
   Rank peer;
   char phase = 0;  // 'F' (activations), 'B' (input grads) or 0 when the trace does not say
+  std::optional<P2POp> op;  // the op as written in our traces' BATCH text (mb, stage); else absent
 };
 
 // One interval on one stream of one rank.

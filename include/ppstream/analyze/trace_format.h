@@ -32,9 +32,10 @@ inline constexpr std::string_view kStepKind = "step";   // args.kind of a step-m
 inline constexpr std::string_view kWaitName = "EVENT_WAIT";  // name of stream-wait slices
 
 // The P2P operations written in a canonical BATCH text, e.g.
-// `r3 p2p.2 BATCH{SEND_B mb15 s7 ->r2; RECV_B mb12 s3 <-r0}` → {SEND→2, RECV←0}.
-// Returns empty when the text holds no BATCH; throws TraceError naming the text when a BATCH
-// op lacks a `->rN` / `<-rN` peer.
+// `r3 p2p.2 BATCH{SEND_B mb15 s7 ->r2; RECV_B mb12 s3 <-r0}` → {SEND→2, RECV←0}, each with its
+// P2POp, parsed by parse_instr_line (program/format.h).
+// Returns empty when the text holds no BATCH; throws TraceError naming the text when it is not
+// a canonical BATCH line (e.g. an op lacks its `->rN` / `<-rN` peer).
 std::vector<P2PPart> parse_batch_parts(std::string_view text);
 
 }  // namespace ppstream::analyze::trace_format

@@ -66,7 +66,9 @@ TEST(AnalyzeMetrics, HandMadeLegacyValues) {
   EXPECT_EQ(r1.pp_rank, 1);
   EXPECT_EQ(r1.compute_stream, "compute");
   EXPECT_NEAR(r1.compute_wait_ms, 0.710, 1e-9);
-  EXPECT_NEAR(r1.pp_wait_ms, 0.710, 1e-9);
+  // Receive posted at 60 µs, r2's send at 760 µs: waits 700 µs, then 10 µs of transfer.
+  EXPECT_NEAR(r1.pp_wait_ms, 0.700, 1e-9);
+  EXPECT_NEAR(r1.pp_transfer_ms, 0.010, 1e-9);
   const auto& r2 = rank_of(r.total, 2);
   EXPECT_NEAR(r2.compute_wait_ms, 0.560, 1e-9);
   EXPECT_NEAR(r2.stream_wait_ms, 0.560 + 0.145, 1e-9);

@@ -1,0 +1,137 @@
+// Per-channel FIFO pairing of P2P ops; see p2p_pairs.h.
+#include "p2p_pairs.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ppstream/program/format.h"
+
+namespace ppstream::analyze::detail {
+namespace {
+
+
+// The op the receiver must have written for `send` from `sender` (docs/semantics.md).
+P2POp mirror_of_send(const P2POp& send, Rank sender) {
+  const bool fwd = send.kind == P2PKind::SEND_F;
+  return {fwd ? P2PKind::RECV_F : P2PKind::RECV_B, send.mb, Stage{send.stage.v + (fwd ? 1 : -1)}, sender};
+}
+
+const P2POp& op_of(const OpRef& r) { return *r.s().p2p[r.part].op; }
+
+bool has_ops(const std::vector<OpRef>& v) {
+  return std::all_of(v.begin(), v.end(), [](const OpRef& r) { return r.s().p2p[r.part].op.has_value(); });
+}
+
+// Our traces: the k-th send of an op ↔ the k-th receive of its mirror (k > 0 only when a trace
+// holds several steps). A channel's ops may run on several streams of a rank (VPP), whose
+// slices start out of program order, so start order alone cannot pair them; the ops' mb and
+// stage can.
+std::vector<std::pair<size_t, size_t>> pair_by_op(const std::vector<OpRef>& sv, const std::vector<OpRef>& rv) {
+  std::map<P2POp, std::vector<size_t>> waiting;  // receive op → its positions in rv, in order
+  for (size_t j = 0; j < rv.size(); ++j) waiting[op_of(rv[j])].push_back(j);
+  std::map<P2POp, size_t> used;
+  std::vector<std::pair<size_t, size_t>> out;
+  for (size_t i = 0; i < sv.size(); ++i) {
+    const P2POp want = mirror_of_send(op_of(sv[i]), sv[i].tl->rank);
+    auto it = waiting.find(want);
+    size_t& n = used[want];
+    if (it == waiting.end() || n >= it->second.size()) continue;  // its receive is outside the trace
+    out.emplace_back(i, it->second[n++]);
+  }
+  return out;
+}
+
+// FIFO per channel holds within what a trace orders: two sends on one sender stream that go to
+// one receiver stream must be received in the order they were sent.
+void check_fifo(const TraceSet& set, const std::tuple<int32_t, int32_t, char>& ch, const std::vector<OpRef>& sv,
+                const std::vector<OpRef>& rv, const std::vector<std::pair<size_t, size_t>>& matched) {
+  std::map<std::pair<uint32_t, uint32_t>, std::pair<size_t, size_t>> last;  // streams → last pair
+  for (auto [i, j] : matched) {
+    const auto key = std::pair{sv[i].s().stream, rv[j].s().stream};
+    auto it = last.find(key);
+    if (it != last.end() && it->second.second > j) {
+      const OpRef& s0 = sv[it->second.first];
+      const OpRef& r0 = rv[it->second.second];
+      const OpRef& s1 = sv[i];
+      const OpRef& r1 = rv[j];
+      throw TraceError(fmt::format(
+          "{}: P2P channel r{}->r{} ({}): r{} sent '{}' ('{}') before '{}' ('{}') on stream {}, but r{} "
+          "received '{}' ('{}') before '{}' ('{}') on stream {}: the traces' per-channel op order is "
+          "inconsistent with FIFO matching",
+          r1.tl->source, std::get<0>(ch), std::get<1>(ch), std::get<2>(ch), s0.tl->rank.v, to_text(op_of(s0)),
+          set.strings.str(s0.s().name), to_text(op_of(s1)), set.strings.str(s1.s().name),
+          s0.tl->streams[s0.s().stream].name, r0.tl->rank.v, to_text(op_of(r1)), set.strings.str(r1.s().name),
+          to_text(op_of(r0)), set.strings.str(r0.s().name), r0.tl->streams[r0.s().stream].name));
+    }
+    last[key] = {i, j};
+  }
+}
+
+}  // namespace
+
+P2PPairs::P2PPairs(const TraceSet& set) : global_(set.global_clock) {
+  std::map<Channel, std::vector<OpRef>> sends, recvs;
+  for (const auto& tl : set.ranks) {
+    for (size_t i = 0; i < tl.slices.size(); ++i) {
+      const auto& parts = tl.slices[i].p2p;
+      if (!parts.empty()) peers_[{tl.rank.v, i}].resize(parts.size());
+      for (size_t k = 0; k < parts.size(); ++k) {
+        const P2PPart& p = parts[k];
+        if (p.dir == P2PDir::SEND) sends[{tl.rank.v, p.peer.v, p.phase}].push_back({&tl, i, k});
+        else recvs[{p.peer.v, tl.rank.v, p.phase}].push_back({&tl, i, k});
+      }
+    }
+  }
+  for (const auto& [ch, sv] : sends) {
+    auto it = recvs.find(ch);
+    if (it == recvs.end()) continue;
+    const auto& rv = it->second;
+    std::vector<std::pair<size_t, size_t>> matched;  // (index in sv, index in rv)
+    if (has_ops(sv) && has_ops(rv)) {
+      matched = pair_by_op(sv, rv);
+      check_fifo(set, ch, sv, rv, matched);
+    } else {
+      for (size_t n = 0; n < std::min(sv.size(), rv.size()); ++n) matched.emplace_back(n, n);
+    }
+    std::vector<int64_t> d;
+    for (auto [i, j] : matched) {
+      const OpRef& snd = sv[i];
+      const OpRef& rcv = rv[j];
+      peers_[{snd.tl->rank.v, snd.slice}][snd.part] = rcv;
+      peers_[{rcv.tl->rank.v, rcv.slice}][rcv.part] = snd;
+      d.push_back(rcv.s().end_ns() - snd.s().end_ns());
+    }
+    if (!global_ && !d.empty()) {
+      std::nth_element(d.begin(), d.begin() + static_cast<long>(d.size() / 2), d.end());
+      offset_[ch] = d[d.size() / 2];
+    }
+  }
+}
+
+std::optional<OpRef> P2PPairs::peer(const RankTimeline& tl, size_t slice, size_t part) const {
+  auto it = peers_.find({tl.rank.v, slice});
+  if (it == peers_.end() || part >= it->second.size()) return std::nullopt;
+  return it->second[part];
+}
+
+int64_t P2PPairs::clock_shift(Rank from, Rank to, char phase) const {
+  if (global_) return 0;
+  if (auto it = offset_.find({from.v, to.v, phase}); it != offset_.end()) return it->second;
+  if (auto it = offset_.find({to.v, from.v, phase}); it != offset_.end()) return -it->second;
+  return 0;
+}
+
+std::optional<int64_t> P2PPairs::matched_ns(const RankTimeline& tl, size_t slice) const {
+  const Slice& s = tl.slices[slice];
+  std::optional<int64_t> m;
+  for (size_t k = 0; k < s.p2p.size(); ++k) {
+    auto q = peer(tl, slice, k);
+    if (!q) continue;
+    const int64_t t = q->s().start_ns + clock_shift(q->tl->rank, tl.rank, s.p2p[k].phase);
+    m = std::max(m.value_or(s.start_ns), std::max(s.start_ns, t));
+  }
+  return m;
+}
+
+}  // namespace ppstream::analyze::detail
