@@ -6,20 +6,13 @@
 #include <fmt/format.h>
 
 #include "engine/engine_state.h"
+#include "engine/ordinal.h"
 #include "ppstream/program/format.h"
 
 namespace ppstream {
 namespace engine {
 namespace {
 
-std::string ordinal(int32_t n) {
-  const char* suffix = (n % 100 >= 11 && n % 100 <= 13) ? "th"
-                       : n % 10 == 1                    ? "st"
-                       : n % 10 == 2                    ? "nd"
-                       : n % 10 == 3                    ? "rd"
-                                                        : "th";
-  return fmt::format("{}{}", n, suffix);
-}
 
 class Diagnosis {
  public:
@@ -132,7 +125,7 @@ class Diagnosis {
       const char* dir = l.forward ? "F" : "B";
       return fmt::format("peer r{} never posts a mirror of {}: it is the {} {} op on the channel, r{} posts only {} "
                          "{}",
-                         mine.peer.v, to_text(mine), ordinal(static_cast<int32_t>(it - l.ops.begin()) + 1),
+                         mine.peer.v, to_text(mine), ordinal(static_cast<size_t>(it - l.ops.begin()) + 1),
                          l.send ? "SEND" : "RECV", mine.peer.v, other, l.send ? fmt::format("RECV_{}", dir)
                                                                              : fmt::format("SEND_{}", dir));
     }
@@ -176,7 +169,7 @@ class Diagnosis {
     std::string list;
     for (size_t j = 0; j < missing.size() && j < 4; ++j) list += (j ? "; " : "") + missing[j];
     if (missing.size() > 4) list += fmt::format("; and {} more", missing.size() - 4);
-    b.waiting_for = fmt::format("the {} {}-group collective (r{}..r{}) waits for {}", ordinal(ci.k + 1),
+    b.waiting_for = fmt::format("the {} {}-group collective (r{}..r{}) waits for {}", ordinal(static_cast<size_t>(ci.k) + 1),
                                 to_string(ci.kind), ranks.front().v, ranks.back().v, list);
   }
 

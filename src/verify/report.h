@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ordinal.h"
 #include "engine/topology.h"
 #include "ppstream/program/format.h"
 #include "ppstream/verify/verify.h"
@@ -40,7 +41,7 @@ class Report {
 };
 
 std::string op_text(const Instr& i);  // to_text(i) without the leading stream name
-std::string ordinal(size_t n);        // 1st, 2nd, 3rd, 4th, …
+using engine::ordinal;  // 1st, 2nd, 3rd, 4th, …
 
 // The rules, one function each (files verify_<area>.cpp). Each appends to the report.
 void check_structure(const engine::Topology& topo, Report& rep);

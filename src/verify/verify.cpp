@@ -42,14 +42,6 @@ std::string op_text(const Instr& i) {
   return t;
 }
 
-std::string ordinal(size_t n) {
-  const char* suffix = (n % 100 >= 11 && n % 100 <= 13) ? "th"
-                       : n % 10 == 1                    ? "st"
-                       : n % 10 == 2                    ? "nd"
-                       : n % 10 == 3                    ? "rd"
-                                                        : "th";
-  return fmt::format("{}{}", n, suffix);
-}
 
 std::string Report::local(int32_t prog, int32_t index) const {
   return fmt::format("{} (#{} {})", op_text(instr(prog, index)), index, instr(prog, index).stream);
