@@ -10,13 +10,6 @@
 namespace ppstream::analyze::detail {
 namespace {
 
-
-// The op the receiver must have written for `send` from `sender` (docs/semantics.md).
-P2POp mirror_of_send(const P2POp& send, Rank sender) {
-  const bool fwd = send.kind == P2PKind::SEND_F;
-  return {fwd ? P2PKind::RECV_F : P2PKind::RECV_B, send.mb, Stage{send.stage.v + (fwd ? 1 : -1)}, sender};
-}
-
 const P2POp& op_of(const OpRef& r) { return *r.s().p2p[r.part].op; }
 
 bool has_ops(const std::vector<OpRef>& v) {
@@ -33,7 +26,7 @@ std::vector<std::pair<size_t, size_t>> pair_by_op(const std::vector<OpRef>& sv, 
   std::map<P2POp, size_t> used;
   std::vector<std::pair<size_t, size_t>> out;
   for (size_t i = 0; i < sv.size(); ++i) {
-    const P2POp want = mirror_of_send(op_of(sv[i]), sv[i].tl->rank);
+    const P2POp want = mirror_of(op_of(sv[i]), sv[i].tl->rank);
     auto it = waiting.find(want);
     size_t& n = used[want];
     if (it == waiting.end() || n >= it->second.size()) continue;  // its receive is outside the trace

@@ -28,9 +28,7 @@ struct Unit {
 // A transfer both ends name the same way: (backward?, mb, producer stage).
 using TransferId = std::tuple<bool, int32_t, int32_t>;
 TransferId transfer_of(const P2POp& op) {
-  int32_t producer = op.stage.v;
-  if (op.kind == P2PKind::RECV_F) producer = op.stage.v - 1;
-  if (op.kind == P2PKind::RECV_B) producer = op.stage.v + 1;
+  const int32_t producer = is_send(op.kind) ? op.stage.v : mirror_of(op, Rank{}).stage.v;
   return {!is_forward(op.kind), op.mb.v, producer};
 }
 

@@ -59,6 +59,16 @@ std::optional<DPMode> parse_dp_mode(const std::string& s) {
 }
 
 bool is_send(P2PKind k) { return k == P2PKind::SEND_F || k == P2PKind::SEND_B; }
+P2POp mirror_of(const P2POp& op, Rank self) {
+  switch (op.kind) {
+    case P2PKind::SEND_F: return {P2PKind::RECV_F, op.mb, Stage{op.stage.v + 1}, self};
+    case P2PKind::RECV_F: return {P2PKind::SEND_F, op.mb, Stage{op.stage.v - 1}, self};
+    case P2PKind::SEND_B: return {P2PKind::RECV_B, op.mb, Stage{op.stage.v - 1}, self};
+    case P2PKind::RECV_B: return {P2PKind::SEND_B, op.mb, Stage{op.stage.v + 1}, self};
+  }
+  return op;
+}
+
 bool is_forward(P2PKind k) { return k == P2PKind::SEND_F || k == P2PKind::RECV_F; }
 
 std::optional<std::string> world_size_error(const World& w) {

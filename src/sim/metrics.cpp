@@ -59,17 +59,6 @@ double intersection(const std::vector<std::pair<double, double>>& a, std::vector
   return total;
 }
 
-// The mirror of a P2P op on its peer, as ops are written there.
-P2POp mirror(const P2POp& op, Rank self) {
-  switch (op.kind) {
-    case P2PKind::SEND_F: return {P2PKind::RECV_F, op.mb, Stage{op.stage.v + 1}, self};
-    case P2PKind::RECV_F: return {P2PKind::SEND_F, op.mb, Stage{op.stage.v - 1}, self};
-    case P2PKind::SEND_B: return {P2PKind::RECV_B, op.mb, Stage{op.stage.v - 1}, self};
-    case P2PKind::RECV_B: return {P2PKind::SEND_B, op.mb, Stage{op.stage.v + 1}, self};
-  }
-  return op;
-}
-
 struct Walker {
   const ProgramSet& set;
   const EngineResult& run;
@@ -96,7 +85,7 @@ struct Walker {
     const Program& prog = set.programs[p];
     for (const P2POp& op : prog.instrs[k].p2p) {
       const size_t q = program_index(set, op.peer);
-      const P2POp want = mirror(op, prog.rank);
+      const P2POp want = mirror_of(op, prog.rank);
       const Program& peer = set.programs[q];
       for (size_t j = 0; j < peer.instrs.size(); ++j) {
         const Instr& i = peer.instrs[j];

@@ -20,17 +20,6 @@ std::pair<int32_t, int32_t> where(const Topology& t, int32_t op) {
   return {p, g - t.instr_base[p]};
 }
 
-// The stage the mirror op must carry: SEND_F s ↔ RECV_F s+1, SEND_B s ↔ RECV_B s-1.
-int32_t mirror_stage(const P2POp& op) {
-  switch (op.kind) {
-    case P2PKind::SEND_F: return op.stage.v + 1;
-    case P2PKind::RECV_F: return op.stage.v - 1;
-    case P2PKind::SEND_B: return op.stage.v - 1;
-    case P2PKind::RECV_B: return op.stage.v + 1;
-  }
-  return op.stage.v;
-}
-
 const char* opposite_kind(const ChannelList& l) {
   return l.forward ? (l.send ? "RECV_F" : "SEND_F") : (l.send ? "RECV_B" : "SEND_B");
 }
@@ -50,7 +39,7 @@ void check_channel(const Topology& t, int32_t prog, const ChannelList& mine, con
     for (size_t k = 0; k < n; ++k) {
       const P2POp& s = t.op(mine.ops[k]);
       const P2POp& r = t.op(theirs->ops[k]);
-      if (r.mb == s.mb && r.stage.v == mirror_stage(s)) continue;
+      if (r.mb == s.mb && r.stage.v == mirror_of(s, Rank{}).stage.v) continue;
       if (bad++ == 0) first_bad = k;
     }
     if (bad) {
@@ -60,7 +49,7 @@ void check_channel(const Topology& t, int32_t prog, const ChannelList& mine, con
       rep.add("p2p-fifo", rp, ri,
               fmt::format("{}: its {} is the {} op on {} and pairs with {} in {}; expected {} mb{} s{}{}", rep.op(rp, ri),
                           to_text(t.op(theirs->ops[first_bad])), ordinal(first_bad + 1), channel, to_text(s),
-                          rep.remote(sp, si), opposite_kind(mine), s.mb.v, mirror_stage(s),
+                          rep.remote(sp, si), opposite_kind(mine), s.mb.v, mirror_of(s, Rank{}).stage.v,
                           bad > 1 ? fmt::format(" ({} more mismatched pairs on this channel)", bad - 1) : ""));
     }
   }
@@ -84,7 +73,7 @@ void check_peer(const Topology& t, int32_t prog, int32_t index, const P2POp& op,
                         to_text(op), op.stage.v, p.rank.v, p.pp_rank));
     return;
   }
-  const int32_t next = mirror_stage(op);
+  const int32_t next = mirror_of(op, Rank{}).stage.v;
   if (next < 0 || next >= stages) {
     rep.add("p2p-fifo", prog, index,
             fmt::format("{}: {} would go to stage s{}, outside 0..{}", rep.op(prog, index), to_text(op), next,

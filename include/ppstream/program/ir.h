@@ -116,6 +116,10 @@ std::optional<DPMode> parse_dp_mode(const std::string& s);              // "none
 // PP rank of a rank of the set: rank / dp when the set is expanded, else the rank itself.
 inline int32_t pp_rank_of(Rank r, const World& w) { return w.expanded ? r.v / w.dp() : r.v; }
 bool is_send(P2PKind k);
+// The op that matches `op` on its peer, as written there (`self` = the rank `op` is on):
+// SEND_F mb s ->q ↔ RECV_F mb s+1 <-self, SEND_B mb s ->q ↔ RECV_B mb s-1 <-self. The one
+// definition of P2P pairing (engine, verifier, lowering, simulator metrics, analyzer).
+P2POp mirror_of(const P2POp& op, Rank self);
 bool is_forward(P2PKind k);
 // The sizes a World may have (the config's limits): every size >= 1, pp * vpp <= 65536 virtual
 // stages, and pp * shard * replicate ranks numbered in int32 (dp() and rank ids never overflow).
