@@ -5,13 +5,17 @@
 #include <fstream>
 #include <string>
 
+#include <unistd.h>
+
 namespace ppstream::analyze::testing {
 
 inline std::string sample(const std::string& rel) { return std::string(PPSTREAM_SHARED_DIR) + "/traces/" + rel; }
 
-// A fresh directory under the system temp dir, unique per test name.
+// A fresh directory under the system temp dir, unique per name and process: ctest runs tests
+// in parallel processes, and tests of one suite may share a name.
 inline std::filesystem::path temp_dir(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() / ("ppstream_analyze_" + name);
+  auto d = std::filesystem::temp_directory_path() /
+           ("ppstream_analyze_" + name + "_" + std::to_string(static_cast<long>(::getpid())));
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d;
