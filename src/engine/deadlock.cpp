@@ -135,6 +135,14 @@ class Diagnosis {
   void describe_collective(int32_t p, int32_t i, Blocked& b) const {
     const int32_t g = topo_.global(p, i);
     const CollectiveSlot& slot = topo_.coll[topo_.aux[g]];
+    if (const int32_t prev = st_.comm_blocker(topo_.aux[g]); st_.comm_held_since[topo_.aux[g]] >= 0 && prev != kNone) {
+      const int32_t ip = prev - topo_.instr_base[p];
+      b.waiting_for = fmt::format("communicator order: {}, issued earlier on the same communicator, has not finished",
+                                  where(p, ip));
+      b.waits_on_rank = b.rank;
+      b.waits_on = resolve(p, ip);
+      return;
+    }
     int32_t inst = kNone;
     for (uint8_t j = 0; j < slot.n; ++j)
       if (!st_.inst_done[slot.inst[j]]) {

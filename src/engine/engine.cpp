@@ -32,6 +32,9 @@ EngineState::EngineState(const ProgramSet& s, const Topology& t, const Platform&
   inst_arrived.assign(t.instances.size(), 0);
   inst_time.assign(t.instances.size(), 0.0);
   inst_done.assign(t.instances.size(), 0);
+  coll_phase.assign(t.coll.size(), 0);
+  comm_held_since.assign(t.coll.size(), -1.0);
+  comm_free.assign(t.coll.size(), {-1.0, -1.0});
   res.timing.resize(n);
   for (size_t p2 = 0; p2 < n; ++p2) res.timing[p2].assign(s.programs[p2].instrs.size(), InstrTiming{});
 }
@@ -39,12 +42,29 @@ EngineState::EngineState(const ProgramSet& s, const Topology& t, const Platform&
 bool EngineState::arrived_at(int32_t g, int32_t inst) const {
   const int32_t p = topo.prog_of_global(g);
   if (timing(p, g - topo.instr_base[p]).start_ms < 0) return false;
-  const CollectiveSlot& slot = topo.coll[topo.aux[g]];
+  const int32_t cs = topo.aux[g];
+  const CollectiveSlot& slot = topo.coll[cs];
   for (uint8_t j = 0; j < slot.n; ++j) {
-    if (slot.inst[j] == inst) return true;
+    if (slot.inst[j] == inst) return !(coll_phase[cs] == j && comm_held_since[cs] >= 0);
     if (!inst_done[slot.inst[j]]) return false;
   }
   return false;
+}
+
+uint8_t EngineState::phase_comms(int32_t cs, uint8_t phase) const {
+  const CollectiveSlot& slot = topo.coll[cs];
+  return slot.n == 0 ? slot.comms : comm_bit(topo.instances[slot.inst[phase]].kind);
+}
+
+int32_t EngineState::comm_blocker(int32_t cs) const {
+  const CollectiveSlot& slot = topo.coll[cs];
+  const uint8_t mask = phase_comms(cs, coll_phase[cs]);
+  for (int kind = 0; kind < 2; ++kind) {
+    const int32_t prev = slot.prev[kind];
+    if ((mask & comm_bit(static_cast<GroupKind>(kind))) && prev != kNone && comm_free[topo.aux[prev]][kind] < 0)
+      return prev;
+  }
+  return kNone;
 }
 
 namespace {
@@ -195,36 +215,79 @@ class Runner {
 
   void start_collective(int32_t p, int32_t i, double t) {
     st_.timing(p, i).start_ms = t;
-    const int32_t g = st_.topo.global(p, i);
-    const CollectiveSlot& slot = st_.topo.coll[st_.topo.aux[g]];
-    if (slot.n == 0) {
-      // Only the local member is in the set: the others arrive per the straggler model.
-      double delay = arrival_ms(p, i);
-      if (!st_.set.world.expanded) delay = std::max(delay, external_ms(p, i));
-      schedule(p, i, t + delay + collective_ms(p, i));
+    begin_phase(st_.topo.global(p, i), t);
+  }
+
+  // Collective g is ready at t to begin its current phase. Communicator order: the phase
+  // begins once every earlier collective of the rank on the same communicator has finished its
+  // phase there (else it is held back until release()). Phase 0 arrives arrival_delay_ms after
+  // it begins; a local collective (only this member in the set: the others arrive per the
+  // straggler model) completes after its delay and collective_ms.
+  void begin_phase(int32_t g, double t) {
+    const int32_t cs = st_.topo.aux[g];
+    if (st_.comm_blocker(cs) != kNone) {
+      st_.comm_held_since[cs] = t;
       return;
     }
-    arrive(slot.inst[0], t + arrival_ms(p, i));
+    st_.comm_held_since[cs] = -1.0;
+    const CollectiveSlot& slot = st_.topo.coll[cs];
+    const uint8_t phase = st_.coll_phase[cs];
+    const uint8_t mask = st_.phase_comms(cs, phase);
+    double at = t;
+    for (int kind = 0; kind < 2; ++kind)
+      if ((mask & engine::comm_bit(static_cast<GroupKind>(kind))) && slot.prev[kind] != kNone)
+        at = std::max(at, st_.comm_free[st_.topo.aux[slot.prev[kind]]][kind]);
+    const int32_t p = st_.topo.prog_of_global(g);
+    const int32_t i = g - st_.topo.instr_base[p];
+    if (slot.n == 0) {
+      double delay = arrival_ms(p, i);
+      if (!st_.set.world.expanded) delay = std::max(delay, external_ms(p, i));
+      const double end = at + delay + collective_ms(p, i);
+      schedule(p, i, end);
+      release(g, mask, end);
+      return;
+    }
+    arrive(slot.inst[phase], phase == 0 ? at + arrival_ms(p, i) : at);
+  }
+
+  // Collective g's phase on the communicators in `mask` finishes at t: the rank's next
+  // collective on each of them, if held back, is ready again.
+  void release(int32_t g, uint8_t mask, double t) {
+    const int32_t cs = st_.topo.aux[g];
+    for (int kind = 0; kind < 2; ++kind) {
+      if (!(mask & engine::comm_bit(static_cast<GroupKind>(kind)))) continue;
+      st_.comm_free[cs][kind] = t;
+      const int32_t next = st_.topo.coll[cs].next[kind];
+      if (next == kNone) continue;
+      const int32_t ncs = st_.topo.aux[next];
+      if (st_.comm_held_since[ncs] >= 0 && st_.comm_blocker(ncs) == kNone) begin_phase(next, st_.comm_held_since[ncs]);
+    }
   }
 
   // A member reached instance `inst` at time t. When the last member arrives, each member
-  // moves on to its next phase (arriving there at the completion time) or completes after
-  // its collective_ms.
+  // moves on to its next phase (ready there at the completion time) or completes after its
+  // collective_ms.
   void arrive(int32_t inst, double t) {
     st_.inst_time[inst] = std::max(st_.inst_time[inst], t);
     const CollectiveInstance& ci = st_.topo.instances[inst];
     if (++st_.inst_arrived[inst] < ci.size) return;
     st_.inst_done[inst] = 1;
     const double done = st_.inst_time[inst];
+    const uint8_t mask = engine::comm_bit(ci.kind);
     for (int32_t j = 0; j < ci.size; ++j) {
       const int32_t g = st_.topo.instance_members[ci.members_begin + j];
-      const CollectiveSlot& slot = st_.topo.coll[st_.topo.aux[g]];
+      const int32_t cs = st_.topo.aux[g];
+      const CollectiveSlot& slot = st_.topo.coll[cs];
       if (slot.n == 2 && slot.inst[0] == inst) {
-        arrive(slot.inst[1], done);
+        st_.coll_phase[cs] = 1;
+        release(g, mask, done);
+        begin_phase(g, done);
       } else {
         const int32_t p = st_.topo.prog_of_global(g);
         const int32_t i = g - st_.topo.instr_base[p];
-        schedule(p, i, done + collective_ms(p, i));
+        const double end = done + collective_ms(p, i);
+        schedule(p, i, end);
+        release(g, mask, end);
       }
     }
   }

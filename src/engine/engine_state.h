@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <array>
 #include <queue>
 #include <vector>
 
@@ -46,6 +47,13 @@ struct EngineState {
   std::vector<int32_t> inst_arrived;     // per collective instance: members arrived
   std::vector<double> inst_time;         // per collective instance: latest arrival
   std::vector<char> inst_done;           // per collective instance: completed
+  // Communicator order (per collective slot): the phase the collective is at; the time it has
+  // been ready to begin that phase while an earlier collective of the rank still holds one of
+  // its communicators (< 0: not held back); per GroupKind, when its phase on that communicator
+  // finished (< 0: not yet).
+  std::vector<uint8_t> coll_phase;
+  std::vector<double> comm_held_since;
+  std::vector<std::array<double, 2>> comm_free;
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> queue;
   std::vector<std::pair<int32_t, double>> post_work;  // ops to post (avoids deep recursion)
 
@@ -60,8 +68,13 @@ struct EngineState {
   int32_t head_instr(int32_t slot) const {
     return head[slot] < topo.stream_list_base[slot + 1] ? topo.stream_list[head[slot]] : kNone;
   }
-  // Has the member `g` of instance `inst` arrived there (started, earlier phases complete)?
+  // Has the member `g` of instance `inst` arrived there (started, earlier phases complete, not
+  // held back by communicator order)?
   bool arrived_at(int32_t g, int32_t inst) const;
+  // The communicators phase `phase` of collective slot `cs` runs on (mask of comm_bit).
+  uint8_t phase_comms(int32_t cs, uint8_t phase) const;
+  // The earlier collective (global id) that holds back slot `cs` at its current phase, or kNone.
+  int32_t comm_blocker(int32_t cs) const;
 };
 
 // Runs the engine on a topology already built (and free of errors) for `set`; lets the

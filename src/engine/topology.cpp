@@ -166,11 +166,17 @@ void form_collectives(const ProgramSet& set, Topology& t, bool ranks_ok) {
       const int32_t g = t.instr_base[p] + i32(i);
       t.aux[g] = i32(t.coll.size());
       t.coll.push_back({});
-      if (!w.expanded || !ranks_ok) continue;
-      const bool shard_phase = in.op == OpKind::UNSHARD || w.shard > 1;
-      const bool repl_phase = in.op == OpKind::REDUCE_GRAD && w.replicate > 1;
-      if (shard_phase) t.group_seq[0][p].push_back(g);
-      if (repl_phase) t.group_seq[1][p].push_back(g);
+      CollectiveSlot& slot = t.coll.back();
+      slot.comms = collective_comms(in, w);
+      for (int kind = 0; kind < 2; ++kind) {
+        if (!(slot.comms & comm_bit(static_cast<GroupKind>(kind)))) continue;
+        auto& seq = t.group_seq[kind][p];
+        if (!seq.empty()) {
+          slot.prev[kind] = seq.back();
+          t.coll[t.aux[seq.back()]].next[kind] = g;
+        }
+        seq.push_back(g);
+      }
     }
   }
   if (!w.expanded || !ranks_ok) return;
@@ -221,6 +227,13 @@ void form_collectives(const ProgramSet& set, Topology& t, bool ranks_ok) {
 }
 
 }  // namespace
+
+uint8_t collective_comms(const Instr& in, const World& w) {
+  uint8_t m = 0;
+  if (in.op == OpKind::UNSHARD || (in.op == OpKind::REDUCE_GRAD && w.shard > 1)) m |= comm_bit(GroupKind::SHARD);
+  if (in.op == OpKind::REDUCE_GRAD && w.replicate > 1) m |= comm_bit(GroupKind::REPLICATE);
+  return m;
+}
 
 const char* to_string(GroupKind k) { return k == GroupKind::SHARD ? "shard" : "replicate"; }
 

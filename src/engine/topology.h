@@ -44,11 +44,25 @@ struct CollectiveInstance {
   int32_t size = 0;            // group size
 };
 
+// Bit of a GroupKind in a communicator mask.
+inline constexpr uint8_t comm_bit(GroupKind k) { return static_cast<uint8_t>(1u << static_cast<unsigned>(k)); }
+// The communicators (shard / replicate group) a collective instruction runs on, as a mask of
+// comm_bit: UNSHARD = all-gather in the shard group; REDUCE_GRAD = reduce-scatter in the shard
+// group (when shard > 1), then all-reduce in the replicate group (when replicate > 1). The one
+// definition, used for instances, communicator order (engine) and the verifier.
+uint8_t collective_comms(const Instr& in, const World& w);
+
 // The group phases one collective instruction goes through, in order. n == 0: a local
-// collective (non-expanded set, or both groups of size 1).
+// collective (non-expanded set, or both groups of size 1). `prev`/`next` (indexed by
+// GroupKind): the rank's previous / next collective on the same communicator in issue order
+// (global ids, kNone at the ends) — collectives on one communicator run one after another in
+// issue order, across all streams of the rank (docs/semantics.md "Communicators").
 struct CollectiveSlot {
   int32_t inst[2] = {kNone, kNone};
   uint8_t n = 0;
+  uint8_t comms = 0;  // collective_comms of the instruction
+  int32_t prev[2] = {kNone, kNone};
+  int32_t next[2] = {kNone, kNone};
 };
 
 struct Topology {
@@ -84,8 +98,9 @@ struct Topology {
   std::vector<CollectiveSlot> coll;
   std::vector<CollectiveInstance> instances;
   std::vector<int32_t> instance_members;
-  // Per program, per group kind: the program's collective instructions (global ids) in that
-  // group, in program order; group id of the program for each kind.
+  // Per group kind, per program: the program's collective instructions (global ids) on that
+  // communicator, in program (= issue) order — filled for every set; instances and group ids
+  // (group_of) only for expanded sets.
   std::vector<std::vector<int32_t>> group_seq[2];
   std::vector<int32_t> group_of[2];
 

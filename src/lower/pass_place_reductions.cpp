@@ -6,7 +6,9 @@
 //     reduce WAIT compute_ready[s], reduce REDUCE_GRAD s, reduce RECORD reduce_done[s];
 //     compute WAITs every reduce_done right before OPT_STEP (the one drain). Reductions are FIFO
 //     on `reduce`, which serializes the shared HSDP pending queue. With sync_last_reduce the
-//     rank's last-finishing stage reduces on compute after its send batch.
+//     rank's last-finishing stage reduces on compute after the drain (its send batch is long
+//     issued): it shares the replicate/shard communicator with the async reductions, which run
+//     in issue order anyway (rule communicator-order), so it must come after their reduce_done.
 #include <algorithm>
 #include <map>
 
@@ -70,8 +72,8 @@ ProgramSet place_reductions(const ProgramSet& in, const PipelineConfig& cfg) {
     std::vector<Instr> result;
     for (size_t k = 0; k < p.instrs.size(); ++k) {
       if (p.instrs[k].op == OpKind::OPT_STEP) {
-        result.insert(result.end(), sync_tail.begin(), sync_tail.end());
         result.insert(result.end(), drain.begin(), drain.end());
+        result.insert(result.end(), sync_tail.begin(), sync_tail.end());
       }
       result.push_back(p.instrs[k]);
       auto [lo, hi] = after.equal_range(k);

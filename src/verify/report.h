@@ -49,6 +49,7 @@ void check_deadlock(const engine::Topology& topo, const std::vector<PlatformKind
 void check_p2p_fifo(const engine::Topology& topo, Report& rep);
 void check_batch_shape(const engine::Topology& topo, Report& rep);
 void check_collective_order(const engine::Topology& topo, Report& rep);
+void check_communicator_order(const engine::Topology& topo, Report& rep);
 void check_events(const engine::Topology& topo, Report& rep);
 void check_happens_before(const engine::Topology& topo, Report& rep);  // also drain's hb part
 void check_once(const engine::Topology& topo, Report& rep);            // reduce-once, reshard-once

@@ -70,6 +70,7 @@ std::vector<Violation> verify(const ProgramSet& set, const VerifyOptions& opts) 
   check_p2p_fifo(topo, rep);
   check_batch_shape(topo, rep);
   check_collective_order(topo, rep);
+  check_communicator_order(topo, rep);
   check_events(topo, rep);
   check_happens_before(topo, rep);
   check_send_before_reduce(topo, rep);
