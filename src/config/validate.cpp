@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "config_internal.h"
+#include "ppstream/schedule/schedule.h"
 
 namespace ppstream::config_detail {
 namespace {
@@ -64,12 +65,15 @@ void check_schedule(const PipelineConfig& cfg, const Locator& loc) {
       fail(where, kv(cfg, "schedule", "interleaved_1f1b") +
                       " needs pipeline_parallel_interleave_num >= 2 (it is 1); use schedule 1f1b, or set "
                       "pipeline_parallel_interleave_num to the virtual stages per PP rank");
-    if (m % pp != 0) {
-      // Suggest the nearest valid counts (Megatron's interleaved schedule needs m % pp == 0).
-      const std::string fix = m < pp ? num(pp) + ", " + num(2 * pp) + ", …"
-                                     : num(m / pp * pp) + ", " + num((m / pp + 1) * pp) + ", …";
-      fail(loc.of("micro_batch_num"), "micro_batch_num=" + num(m) + " must be a multiple of pipeline_parallel_size=" +
-                                          num(pp) + " for interleaved_1f1b; use " + fix + " or schedule 1f1b");
+    if (const int32_t rounds = interleaved_rounds(pp, m); m % rounds != 0) {
+      // PyTorch's flexible rounds (ScheduleInterleaved1F1B): rounds = max(1, m / pp) must divide m.
+      int32_t lo = m - 1, hi = m + 1;
+      while (lo > 1 && lo % interleaved_rounds(pp, lo) != 0) --lo;
+      while (hi % interleaved_rounds(pp, hi) != 0) ++hi;
+      fail(loc.of("micro_batch_num"),
+           "micro_batch_num=" + num(m) + " must be a multiple of its rounds max(1, micro_batch_num / pipeline_parallel_size=" +
+               num(pp) + ") = " + num(rounds) + " for interleaved_1f1b; use " + num(lo) + " or " + num(hi) +
+               ", or schedule 1f1b");
     }
   } else if (vpp > 1) {
     fail(where, kv(cfg, "schedule", to_string(cfg.schedule)) + " runs one stage per PP rank but pipeline_parallel_interleave_num=" +

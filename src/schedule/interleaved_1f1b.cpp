@@ -1,8 +1,10 @@
-// Megatron-LM interleaved 1F1B: each rank holds v model chunks (chunk c of rank r is global
-// stage c*pp + r). Microbatches run in groups of pp per chunk: a rank forwards pp microbatches
-// through chunk 0, the same pp through chunk 1, …, then the next group; backwards visit the
-// chunks in reverse. The longer warm-up, (pp-r-1)*2 + (v-1)*pp forwards, lets the first
-// backward's gradient arrive before the rank would otherwise idle (Narayanan et al., SC'21 §2.2).
+// Interleaved 1F1B (Megatron-LM; PyTorch ScheduleInterleaved1F1B): each rank holds v model
+// chunks (chunk c of rank r is global stage c*pp + r). Microbatches run in rounds of g per
+// chunk: a rank forwards g microbatches through chunk 0, the same g through chunk 1, …, then the
+// next round; backwards visit the chunks in reverse. The longer warm-up, (pp-r-1)*2 + (v-1)*g
+// forwards, lets the first backward's gradient arrive before the rank would otherwise idle
+// (Narayanan et al., SC'21 §2.2). g = pp when pp divides m (Megatron's group of pp); otherwise
+// PyTorch's flexible rounds: rounds = max(1, m / pp), g = m / rounds, m % rounds == 0.
 #include <algorithm>
 #include <string>
 
@@ -13,34 +15,38 @@ namespace ppstream {
 namespace {
 
 // The k-th forward (backward) of a rank, k counting virtual microbatches 0 .. m*v-1.
-ComputeAction virtual_action(int32_t k, bool backward, int32_t r, int32_t pp, int32_t v) {
-  const int32_t in_group = k % (pp * v);
-  int32_t chunk = in_group / pp;
+ComputeAction virtual_action(int32_t k, bool backward, int32_t r, int32_t pp, int32_t v, int32_t g) {
+  const int32_t in_group = k % (g * v);
+  int32_t chunk = in_group / g;
   if (backward) chunk = v - 1 - chunk;
-  const Microbatch mb{(k / (pp * v)) * pp + k % pp};
+  const Microbatch mb{(k / (g * v)) * g + k % g};
   return ComputeAction{backward, mb, Stage{chunk * pp + r}};
 }
 
 }  // namespace
 
+int32_t interleaved_rounds(int32_t pp, int32_t microbatches) { return std::max(1, microbatches / pp); }
+
 ComputeOrder schedule_interleaved_1f1b(int32_t pp, int32_t vpp, int32_t microbatches) {
   schedule_detail::require_at_least("schedule_interleaved_1f1b", "pp", pp, 1);
   schedule_detail::require_at_least("schedule_interleaved_1f1b", "vpp", vpp, 1);
   schedule_detail::require_at_least("schedule_interleaved_1f1b", "microbatches", microbatches, 1);
-  if (microbatches % pp != 0)
+  const int32_t rounds = interleaved_rounds(pp, microbatches);
+  if (microbatches % rounds != 0)
     throw std::invalid_argument("schedule_interleaved_1f1b: microbatches=" + std::to_string(microbatches) +
-                                " must be a multiple of pp=" + std::to_string(pp));
+                                " must be a multiple of its rounds max(1, microbatches / pp)=" + std::to_string(rounds));
+  const int32_t g = microbatches / rounds;
   const int32_t total = microbatches * vpp;
   ComputeOrder order(static_cast<size_t>(pp));
   for (int32_t r = 0; r < pp; ++r) {
     auto& actions = order[static_cast<size_t>(r)];
-    const int32_t warmup = std::min((pp - r - 1) * 2 + (vpp - 1) * pp, total);
-    for (int32_t k = 0; k < warmup; ++k) actions.push_back(virtual_action(k, false, r, pp, vpp));
+    const int32_t warmup = std::min((pp - r - 1) * 2 + (vpp - 1) * g, total);
+    for (int32_t k = 0; k < warmup; ++k) actions.push_back(virtual_action(k, false, r, pp, vpp, g));
     for (int32_t k = 0; k < total - warmup; ++k) {
-      actions.push_back(virtual_action(k + warmup, false, r, pp, vpp));
-      actions.push_back(virtual_action(k, true, r, pp, vpp));
+      actions.push_back(virtual_action(k + warmup, false, r, pp, vpp, g));
+      actions.push_back(virtual_action(k, true, r, pp, vpp, g));
     }
-    for (int32_t k = total - warmup; k < total; ++k) actions.push_back(virtual_action(k, true, r, pp, vpp));
+    for (int32_t k = total - warmup; k < total; ++k) actions.push_back(virtual_action(k, true, r, pp, vpp, g));
   }
   return order;
 }

@@ -37,7 +37,8 @@ std::vector<PipelineConfig> grid_configs(const GridOptions& o) {
       if (vpp > 1 && pp == 1) continue;  // interleaving needs a pipeline (Megatron-LM asserts the same)
       std::vector<int32_t> mbs;
       for (int32_t m = pp; m <= o.max_microbatches; m *= 2) mbs.push_back(m);
-      if (vpp == 1 && pp + 1 <= o.max_microbatches) mbs.push_back(pp + 1);
+      // pp + 1: not a multiple of pp (interleaved: PyTorch's flexible rounds, one round of pp + 1).
+      if (pp + 1 <= o.max_microbatches) mbs.push_back(pp + 1);
       if (vpp == 1 && pp > 1) mbs.push_back(1);
       std::vector<ScheduleKind> schedules;
       if (vpp > 1) schedules = {ScheduleKind::INTERLEAVED_1F1B};

@@ -48,9 +48,9 @@ data_parallel: {mode: hsdp, shard_size: 2, replicate_size: 2, reduce_grad: async
 
 
 def test_bad_config_names_key_and_rule():
-    with pytest.raises(ppstream.ConfigError, match="micro_batch_num=3.*multiple of pipeline_parallel_size=4"):
+    with pytest.raises(ppstream.ConfigError, match="micro_batch_num=9.*multiple of its rounds"):
         ppstream.compile_text(
-            "pipeline_parallel_size: 4\npipeline_parallel_interleave_num: 2\nmicro_batch_num: 3\nnum_layers: 8\n"
+            "pipeline_parallel_size: 4\npipeline_parallel_interleave_num: 2\nmicro_batch_num: 9\nnum_layers: 8\n"
         )
 
 

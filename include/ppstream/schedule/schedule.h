@@ -22,20 +22,23 @@ struct ComputeAction {
 using ComputeOrder = std::vector<std::vector<ComputeAction>>;
 
 // The generators throw std::invalid_argument naming the value when pp, vpp or microbatches
-// is below 1 (or, for the interleaved schedule, microbatches is not a multiple of pp).
+// is below 1 (or, for the interleaved schedule, microbatches is not a multiple of its rounds).
 //
 // GPipe: all forwards, then all backwards in microbatch order (torch's ScheduleGPipe).
 ComputeOrder schedule_gpipe(int32_t pp, int32_t microbatches);
 // 1F1B (PipeDream-flush): warm-up of min(pp-1-r, m) forwards, steady 1F1B, cool-down backwards.
 ComputeOrder schedule_1f1b(int32_t pp, int32_t microbatches);
-// Megatron-LM interleaved 1F1B (Narayanan et al., SC'21, §2.2; Megatron-LM
-// forward_backward_pipelining_with_interleaving): chunk c of rank r is stage c*pp + r. The k-th
-// forward of a rank (k = 0 .. m*v-1) runs chunk (k % (pp*v)) / pp on microbatch
-// (k / (pp*v))*pp + k % pp; the k-th backward the same microbatch on chunk v-1 - (k % (pp*v))/pp.
-// Warm-up min((pp-r-1)*2 + (v-1)*pp, m*v) forwards, then pairs (forward k+warm-up, backward k),
+// Interleaved 1F1B (Narayanan et al., SC'21, §2.2; Megatron-LM
+// forward_backward_pipelining_with_interleaving; PyTorch ScheduleInterleaved1F1B): chunk c of
+// rank r is stage c*pp + r. Microbatches go in rounds of g = m / rounds, rounds =
+// interleaved_rounds(pp, m) = max(1, m / pp) (g = pp when pp divides m, as Megatron). The k-th
+// forward of a rank (k = 0 .. m*v-1) runs chunk (k % (g*v)) / g on microbatch
+// (k / (g*v))*g + k % g; the k-th backward the same microbatch on chunk v-1 - (k % (g*v))/g.
+// Warm-up min((pp-r-1)*2 + (v-1)*g, m*v) forwards, then pairs (forward k+warm-up, backward k),
 // then the remaining backwards. With v = 1 this is still that formula (warm-up 2*(pp-r-1)), not
-// schedule_1f1b. Requires microbatches % pp == 0 (also validated by config).
+// schedule_1f1b. Requires microbatches % rounds == 0 (PyTorch's rule; also validated by config).
 ComputeOrder schedule_interleaved_1f1b(int32_t pp, int32_t vpp, int32_t microbatches);
+int32_t interleaved_rounds(int32_t pp, int32_t microbatches);
 // Dispatch on cfg.schedule. Throws ConfigError when gpipe/1f1b get pipeline_parallel_interleave_num > 1.
 ComputeOrder make_schedule(const PipelineConfig& cfg);
 

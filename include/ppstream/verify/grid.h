@@ -15,7 +15,7 @@ namespace ppstream {
 struct GridOptions {
   int32_t max_pp = 8;            // PP 1..max_pp
   int32_t max_vpp = 4;           // VPP 1..max_vpp
-  int32_t max_microbatches = 32; // microbatch counts: pp·{1,2,4,…} and pp+1 (non-interleaved) up to this
+  int32_t max_microbatches = 32; // microbatch counts: pp·{1,2,4,…} and pp+1 up to this
   bool expanded = false;         // also build every DP rank (shard 2 × replicate 2)
   std::vector<PlatformKind> platforms = {PlatformKind::STRICT, PlatformKind::CPU_SERIAL};
 };

@@ -233,13 +233,14 @@ TEST(ConfigErrors, SizesAtLeastOne) {
   expect_error(seed_with_micro("0"), {"t.yaml:4: micro_batch_num=0: must be at least 1"});
 }
 
-TEST(ConfigErrors, InterleavedNeedsMultipleOfPp) {
-  const std::string yaml = seed_with_micro("3");
+// PyTorch's flexible interleaving: rounds = max(1, m / pp) must divide m (3, 6, 10 with pp 4 run).
+TEST(ConfigErrors, InterleavedNeedsMultipleOfRounds) {
+  const std::string yaml = seed_with_micro("9");
   EXPECT_EQ(error_of([&] { load_config_text(yaml, "t.yaml"); }),
-            "config: t.yaml:4: micro_batch_num=3 must be a multiple of pipeline_parallel_size=4 for "
-            "interleaved_1f1b; use 4, 8, … or schedule 1f1b");
-  const std::string yaml10 = seed_with_micro("10");
-  expect_error(yaml10, {"micro_batch_num=10 must be a multiple of pipeline_parallel_size=4", "use 8, 12, …"});
+            "config: t.yaml:4: micro_batch_num=9 must be a multiple of its rounds max(1, micro_batch_num / "
+            "pipeline_parallel_size=4) = 2 for interleaved_1f1b; use 8 or 10, or schedule 1f1b");
+  expect_error(seed_with_micro("13"), {"micro_batch_num=13 must be a multiple of its rounds", ") = 3 ", "use 12 or 15"});
+  for (const char* ok : {"3", "6", "10", "1"}) EXPECT_EQ(load_config_text(seed_with_micro(ok), "t.yaml").micro_batch_num, std::stoi(ok));
 }
 
 TEST(ConfigErrors, NonInterleavedScheduleWithVirtualStages) {
@@ -336,8 +337,8 @@ TEST(ConfigLines, FileErrorsNameFileAndLine) {
             0u)
       << write_and_load(block);
   // A cross-key rule is reported at the line of the key it names.
-  const std::string micro = seed_with_micro("6");
-  EXPECT_NE(write_and_load(micro).find(path + ":4: micro_batch_num=6 must be a multiple"), std::string::npos);
+  const std::string micro = seed_with_micro("9");
+  EXPECT_NE(write_and_load(micro).find(path + ":4: micro_batch_num=9 must be a multiple"), std::string::npos);
   EXPECT_EQ(error_of([] { load_config_file("/nonexistent/x.yaml"); }),
             "config: cannot read /nonexistent/x.yaml: No such file or directory");
   std::remove(path.c_str());
@@ -347,9 +348,9 @@ TEST(ConfigOverride, ChangesAndRevalidates) {
   PipelineConfig c = load_config_file(kExamples + "seed-pp4-vpp2-hsdp.yaml");
   apply_override(c, "micro_batch_num", "8");
   EXPECT_EQ(c.micro_batch_num, 8);
-  EXPECT_EQ(error_of([&] { apply_override(c, "micro_batch_num", "3"); }),
-            "config: micro_batch_num=3 must be a multiple of pipeline_parallel_size=4 for interleaved_1f1b; "
-            "use 4, 8, … or schedule 1f1b");
+  EXPECT_EQ(error_of([&] { apply_override(c, "micro_batch_num", "9"); }),
+            "config: micro_batch_num=9 must be a multiple of its rounds max(1, micro_batch_num / "
+            "pipeline_parallel_size=4) = 2 for interleaved_1f1b; use 8 or 10, or schedule 1f1b");
   EXPECT_EQ(c.micro_batch_num, 8);  // unchanged after a rejected override
   apply_override(c, "data_parallel.reduce_grad", "inline");
   EXPECT_EQ(c.reduce_grad, ReducePolicy::INLINE);

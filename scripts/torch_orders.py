@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Generate PyTorch's pipeline compute orders for a grid of (schedule, pp, vpp, microbatches).
+
+PyTorch is an oracle here, never a project dependency: the script installs torch==2.13.0 (CPU
+wheel) into its own venv and re-runs itself there:
+    python3 scripts/torch_orders.py            # creates .torch-venv/, writes the data file
+    python3 scripts/torch_orders.py --venv DIR --out FILE
+It builds each schedule class of torch.distributed.pipelining.schedules with stand-in stages
+(no process group: only the attributes the schedule constructors read) and records
+`pipeline_order` — per PP rank one string of its compute actions in order, bubbles (None)
+dropped, in torch's own action notation STAGE TYPE MICROBATCH ("2F0" = forward of microbatch 0
+on stage 2), type F (forward), B (full backward), I (input-gradient backward), W
+(weight-gradient backward). Output: tests/data/torch_orders/orders.json with
+{"torch_version", "schedules": {name: [{"pp", "vpp", "microbatches", "order": [[...], ...]}]}}.
+Grid points torch rejects are recorded with "error" instead of "order".
+Test: tests/cpp/schedule/torch_orders_test.cpp.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+TORCH = "torch==2.13.0"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Our schedule name → torch class; multi-stage classes only (they expose pipeline_order).
+SCHEDULES = {"interleaved_1f1b": "ScheduleInterleaved1F1B"}
+TYPES = {"F": "F", "B": "B", "I": "I", "W": "W"}
+
+
+def in_venv(venv):
+    return os.path.realpath(sys.prefix) == os.path.realpath(venv)
+
+
+def ensure_venv(venv):
+    py = os.path.join(venv, "bin", "python")
+    if not os.path.exists(py):
+        subprocess.check_call([sys.executable, "-m", "venv", venv])
+    subprocess.check_call([py, "-m", "pip", "install", "-q", TORCH])
+    return py
+
+
+class Stage:
+    """What the schedule constructors read from a pipeline stage (no communication)."""
+
+    def __init__(self, stage_index, num_stages, group_size, group_rank):
+        self.stage_index = stage_index
+        self.num_stages = num_stages
+        self.group_size = group_size
+        self.group_rank = group_rank
+        self.group = None
+        self.is_first = stage_index == 0
+        self.is_last = stage_index == num_stages - 1
+        self.stage_index_to_group_rank = {}
+
+
+def stages_of(rank, pp, vpp, v_placement):
+    n = pp * vpp
+    if v_placement:  # rank r holds stages r and 2p-1-r
+        idx = [rank, 2 * pp - 1 - rank]
+    else:
+        idx = [c * pp + rank for c in range(vpp)]
+    return [Stage(i, n, pp, rank) for i in idx]
+
+
+def order_of(cls, pp, vpp, m, v_placement=False):
+    sched = cls(stages_of(0, pp, vpp, v_placement), m)
+    out = []
+    for r in range(pp):
+        acts = []
+        for a in sched.pipeline_order[r]:
+            if a is None:
+                continue
+            t = a.computation_type.value  # "F", "B", "I", "W", or a communication action
+            if t not in TYPES:
+                continue  # communication / unshard actions are not compute
+            acts.append(f"{a.stage_index}{t}{a.microbatch_index}")
+        out.append(" ".join(acts))
+    return out
+
+
+def grid():
+    for pp in range(2, 9):
+        for vpp in (2, 3, 4):
+            for m in sorted({1, 2, 3, pp - 1, pp, pp + 1, 2 * pp, 2 * pp + 1, 2 * pp + 2, 3 * pp, 4 * pp}):
+                if m >= 1:
+                    yield pp, vpp, m
+
+
+def generate(out_path):
+    import torch
+    from torch.distributed.pipelining import schedules as S
+
+    data = {"torch_version": torch.__version__, "generator": "scripts/torch_orders.py", "schedules": {}}
+    for name, cls_name in SCHEDULES.items():
+        cls = getattr(S, cls_name)
+        rows = []
+        for pp, vpp, m in grid():
+            row = {"pp": pp, "vpp": vpp, "microbatches": m}
+            try:
+                row["order"] = order_of(cls, pp, vpp, m)
+            except (ValueError, AssertionError, RuntimeError) as e:
+                row["error"] = str(e).splitlines()[0]
+            rows.append(row)
+        data["schedules"][name] = {"torch_class": cls_name, "points": rows}
+    os.makedirs(os.path.dirname(out_path), exist_ok=True)
+    with open(out_path, "w") as f:
+        json.dump(data, f, separators=(",", ":"))
+        f.write("\n")
+    n = sum(len(s["points"]) for s in data["schedules"].values())
+    print(f"wrote {out_path}: {n} grid points, torch {torch.__version__}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--venv", default=os.path.join(ROOT, ".torch-venv"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "torch_orders", "orders.json"))
+    args = ap.parse_args()
+    if not in_venv(args.venv):
+        py = ensure_venv(args.venv)
+        sys.exit(subprocess.call([py, os.path.abspath(__file__), "--venv", args.venv, "--out", args.out]))
+    generate(args.out)
+
+
+if __name__ == "__main__":
+    main()
