@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "ppstream/config/config.h"
 
 namespace ppstream::cli {
 namespace {
@@ -44,6 +45,26 @@ std::string sibling_python() {
   std::exit(127);
 }
 
+// The MindSpore runtime runs the fused backward B only: a zero-bubble schedule (I and W split)
+// is refused here, before any worker starts. A config that does not load is left to the Python
+// launcher, which reports it with its own arguments (--set …).
+void refuse_split_backward(const std::vector<std::string>& args) {
+  if (args.empty() || args.front().empty() || args.front()[0] == '-') return;
+  PipelineConfig cfg;
+  try {
+    cfg = load_config_file(args.front());
+  } catch (const std::exception&) {
+    return;
+  }
+  if (!splits_backward(cfg.schedule)) return;
+  std::cerr << "ppstream train: " << args.front() << ": schedule=" << to_string(cfg.schedule)
+            << " splits the backward into I (input grad) and W (weight grad), but the MindSpore runtime runs only the "
+               "fused backward B (docs/runtime.md); use schedule 1f1b or interleaved_1f1b to train, or "
+               "`ppstream simulate` / `ppstream verify` to study "
+            << to_string(cfg.schedule) << "\n";
+  std::exit(2);
+}
+
 }  // namespace
 
 void register_train(CLI::App& app, int& /*exit_code*/) {
@@ -52,7 +73,10 @@ void register_train(CLI::App& app, int& /*exit_code*/) {
   sub->set_help_flag();  // `ppstream train --help` is the Python launcher's help
   sub->allow_extras();
   sub->prefix_command();  // everything after `train` goes to the Python launcher untouched
-  sub->callback([sub]() { exec_python(sub->remaining()); });
+  sub->callback([sub]() {
+    refuse_split_backward(sub->remaining());
+    exec_python(sub->remaining());
+  });
 }
 
 }  // namespace ppstream::cli

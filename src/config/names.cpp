@@ -5,7 +5,7 @@
 
 namespace ppstream {
 namespace {
-constexpr std::array<const char*, 3> kScheduleNames = {"gpipe", "1f1b", "interleaved_1f1b"};
+constexpr std::array<const char*, 4> kScheduleNames = {"gpipe", "1f1b", "interleaved_1f1b", "zb_h1"};
 constexpr std::array<const char*, 3> kTransportNames = {"plain", "batch", "multi_stream"};
 }  // namespace
 

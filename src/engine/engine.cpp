@@ -159,6 +159,8 @@ class Runner {
         return;
       case OpKind::F:
       case OpKind::B:
+      case OpKind::I:
+      case OpKind::W:
       case OpKind::RESHARD:
       case OpKind::OPT_STEP:
         tm.start_ms = t;

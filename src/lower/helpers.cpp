@@ -5,9 +5,9 @@
 
 namespace ppstream::lower {
 
-Instr make_compute(bool backward, Microbatch mb, Stage s) {
+Instr make_compute(OpKind op, Microbatch mb, Stage s) {
   Instr i;
-  i.op = backward ? OpKind::B : OpKind::F;
+  i.op = op;
   i.stream = "compute";
   i.mb = mb;
   i.stage = s;

@@ -1,4 +1,4 @@
-// Pass compute-order: the schedule's F/B per PP rank on `compute`, then OPT_STEP.
+// Pass compute-order: the schedule's F/B/I/W per PP rank on `compute`, then OPT_STEP.
 #include "passes.h"
 #include "ppstream/schedule/schedule.h"
 
@@ -15,7 +15,7 @@ ProgramSet compute_order(const ProgramSet& in, const PipelineConfig& cfg) {
     Program p;
     p.rank = Rank{r};
     p.pp_rank = r;
-    for (const ComputeAction& a : order[static_cast<size_t>(r)]) p.instrs.push_back(make_compute(a.backward, a.mb, a.stage));
+    for (const ComputeAction& a : order[static_cast<size_t>(r)]) p.instrs.push_back(make_compute(op_kind(a), a.mb, a.stage));
     Instr opt;
     opt.op = OpKind::OPT_STEP;
     opt.stream = "compute";

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "passes.h"
+#include "ppstream/program/deps.h"
 
 namespace ppstream::lower {
 
@@ -21,7 +22,7 @@ ProgramSet fsdp_unshard_reshard(const ProgramSet& in, const PipelineConfig& cfg)
     std::vector<std::pair<int32_t, size_t>> first_use;  // (stage, index), in order of first use
     for (size_t k = 0; k < p.instrs.size(); ++k) {
       const Instr& i = p.instrs[k];
-      if (i.op != OpKind::F && i.op != OpKind::B) continue;
+      if (!is_compute(i.op)) continue;
       if (std::none_of(first_use.begin(), first_use.end(), [&](auto& e) { return e.first == i.stage.v; }))
         first_use.emplace_back(i.stage.v, k);
     }

@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "passes.h"
+#include "ppstream/program/deps.h"
 #include "ppstream/schedule/schedule.h"
 
 namespace ppstream::lower {
@@ -152,9 +153,11 @@ ProgramSet insert_p2p(const ProgramSet& in, const PipelineConfig& cfg) {
     const Program& p = out.programs[pi];
     for (size_t k = 0; k < p.instrs.size(); ++k) {
       const Instr& i = p.instrs[k];
-      if (i.op != OpKind::F && i.op != OpKind::B) continue;
+      if (!is_compute(i.op)) continue;
       units[pi].push_back({{k}});
-      order[pi].push_back({i.op == OpKind::B, i.mb, i.stage});
+      const BackwardPart part = i.op == OpKind::I ? BackwardPart::INPUT : i.op == OpKind::W ? BackwardPart::WEIGHT
+                                                                                            : BackwardPart::FULL;
+      order[pi].push_back({i.op != OpKind::F, i.mb, i.stage, part});
     }
   }
   const UnitTimeline times = simulate_unit_time(order, {});
@@ -167,8 +170,11 @@ ProgramSet insert_p2p(const ProgramSet& in, const PipelineConfig& cfg) {
       const int64_t start = times.slot[pi][a];
       const int64_t end = times.slot[pi][a + u.computes.size() - 1] + 1;
       unit_start[pi].push_back(start);
-      for (size_t g = 0; g < u.computes.size(); ++g, ++a)
-        produced[{order[pi][a].backward, order[pi][a].mb.v, order[pi][a].stage.v}] = end;
+      for (size_t g = 0; g < u.computes.size(); ++g, ++a) {
+        const ComputeAction& c = order[pi][a];
+        if (has_role(op_kind(c), Role::FORWARD)) produced[{false, c.mb.v, c.stage.v}] = end;
+        if (has_role(op_kind(c), Role::INPUT_GRAD)) produced[{true, c.mb.v, c.stage.v}] = end;
+      }
     }
   }
   // Global key of a transfer: (visible time, producer stage, microbatch, backward).
@@ -199,18 +205,17 @@ ProgramSet insert_p2p(const ProgramSet& in, const PipelineConfig& cfg) {
       while (!is_send(op.kind) && earliest > 0 && unit_start[pi][earliest - 1] >= t) --earliest;
       placed[pi].push_back({op, slot, earliest});
     };
+    // Sends and receives of each compute, from the dependency model (program/deps.h).
     for (size_t u = 0; u < us.size(); ++u)
       for (size_t k : us[u].computes) {
         const Instr& c = p.instrs[k];
         const int32_t s = c.stage.v;
-        if (c.op == OpKind::F && s + 1 < S && rank_of(s + 1) != r)
-          place({P2PKind::SEND_F, c.mb, c.stage, Rank{rank_of(s + 1)}}, u + 1);
-        if (c.op == OpKind::B && s > 0 && rank_of(s - 1) != r)
-          place({P2PKind::SEND_B, c.mb, c.stage, Rank{rank_of(s - 1)}}, u + 1);
-        if (c.op == OpKind::F && s > 0 && rank_of(s - 1) != r)
-          place({P2PKind::RECV_F, c.mb, c.stage, Rank{rank_of(s - 1)}}, u);
-        if (c.op == OpKind::B && s + 1 < S && rank_of(s + 1) != r)
-          place({P2PKind::RECV_B, c.mb, c.stage, Rank{rank_of(s + 1)}}, u);
+        if (const auto send = send_of(c.op, c.stage, S)) {
+          const int32_t to = *send == P2PKind::SEND_F ? s + 1 : s - 1;
+          if (rank_of(to) != r) place({*send, c.mb, c.stage, Rank{rank_of(to)}}, u + 1);
+        }
+        for (const Need& n : needs_of(c.op, c.mb, c.stage, S))
+          if (n.recv && rank_of(n.stage.v) != r) place({*n.recv, c.mb, c.stage, Rank{rank_of(n.stage.v)}}, u);
       }
   }
   // Each rank's op sequence (slot, then key) must be consistent with one global order of

@@ -12,8 +12,10 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "passes.h"
+#include "ppstream/program/deps.h"
 
 namespace ppstream::lower {
 namespace {
@@ -37,12 +39,14 @@ ProgramSet assign_p2p_streams(const ProgramSet& in, const PipelineConfig& cfg) {
   for (Program& p : out.programs) {
     std::vector<Instr> result;
     // Receives whose compute-side WAIT goes right before their consumer (overlap_p2p).
-    std::map<std::pair<OpKind, std::pair<int32_t, int32_t>>, std::string> pending_recv;
+    std::map<std::tuple<P2PKind, int32_t, int32_t>, std::string> pending_recv;  // (kind, mb, consumer stage)
     int batch_counter = 0;
     for (const Instr& i : p.instrs) {
-      if (i.op == OpKind::F || i.op == OpKind::B) {
-        auto it = pending_recv.find({i.op, {i.mb.v, i.stage.v}});
-        if (it != pending_recv.end()) {
+      if (is_compute(i.op)) {
+        for (const Need& n : needs_of(i.op, i.mb, i.stage, cfg.num_stages())) {
+          if (!n.recv) continue;
+          auto it = pending_recv.find({*n.recv, i.mb.v, i.stage.v});
+          if (it == pending_recv.end()) continue;
           result.push_back(make_event(OpKind::WAIT, "compute", it->second));
           pending_recv.erase(it);
         }
@@ -76,7 +80,7 @@ ProgramSet assign_p2p_streams(const ProgramSet& in, const PipelineConfig& cfg) {
             if (is_send(op.kind)) continue;
             const std::string ev = mb_stage_event(recv_event_prefix(op.kind), op.mb, op.stage);
             result.push_back(make_event(OpKind::RECORD, stream, ev));
-            pending_recv[{op.kind == P2PKind::RECV_F ? OpKind::F : OpKind::B, {op.mb.v, op.stage.v}}] = ev;
+            pending_recv[{op.kind, op.mb.v, op.stage.v}] = ev;
           }
         } else {
           const std::string ev = fmt::format("batch_done[{}]", batch_counter++);

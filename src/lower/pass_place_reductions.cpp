@@ -1,5 +1,6 @@
 // Pass place-reductions: one REDUCE_GRAD per managed stage per step, after the stage's last
-// backward on the rank.
+// backward on the rank (its last B, or with the split backward its last W; the send anchor is
+// the last B / I — program/deps.h stage_backwards).
 //   inline (legacy): B(last,s) → compute REDUCE_GRAD s → … the batch holding SEND_B(last,s)
 //     (the reduction's CommHandle.wait lands on compute, before the send is issued).
 //   async: B(last,s) → compute RECORD compute_ready[s] → the batch holding SEND_B(last,s) →
@@ -13,51 +14,35 @@
 #include <map>
 
 #include "passes.h"
+#include "ppstream/program/deps.h"
 
 namespace ppstream::lower {
-namespace {
-
-bool batch_sends_b(const Instr& i, Microbatch mb, Stage s) {
-  if (i.op != OpKind::BATCH) return false;
-  return std::any_of(i.p2p.begin(), i.p2p.end(), [&](const P2POp& op) {
-    return op.kind == P2PKind::SEND_B && op.mb == mb && op.stage == s;
-  });
-}
-
-}  // namespace
 
 ProgramSet place_reductions(const ProgramSet& in, const PipelineConfig& cfg) {
   if (cfg.mode == DPMode::NONE) return in;
   ProgramSet out = in;
   for (Program& p : out.programs) {
-    // Last backward of each local stage, in program order.
-    std::map<int32_t, size_t> last_b;
-    for (size_t k = 0; k < p.instrs.size(); ++k)
-      if (p.instrs[k].op == OpKind::B) last_b[p.instrs[k].stage.v] = k;
-    int32_t last_stage = -1;
-    size_t last_pos = 0;
-    for (auto [s, k] : last_b)
-      if (k >= last_pos) last_pos = k, last_stage = s;
+    // Each local stage's last backward (B, or the split I / W: program/deps.h).
+    const std::vector<StageBackward> stages = stage_backwards(p);
+    int32_t last_stage = -1, last_pos = -1;
+    for (const StageBackward& sb : stages)
+      if (sb.last_weight_grad >= last_pos) last_pos = sb.last_weight_grad, last_stage = sb.stage.v;
 
     // Insertions keyed by "after instruction index"; applied in one rebuild.
     std::multimap<size_t, Instr> after;
     std::vector<Instr> drain;
     std::vector<Instr> sync_tail;
-    for (auto [s, k] : last_b) {
-      const Stage stage{s};
-      const Instr& lastb = p.instrs[k];
+    for (const StageBackward& sb : stages) {
+      const Stage stage = sb.stage;
+      const auto k = static_cast<size_t>(sb.last_weight_grad);
       if (cfg.reduce_grad == ReducePolicy::INLINE) {
         after.emplace(k, make_stage_op(OpKind::REDUCE_GRAD, "compute", stage));
         continue;
       }
-      // Position of the batch that sends this backward's input grad (none for stage 0).
-      size_t send_pos = k;
-      for (size_t j = k + 1; j < p.instrs.size(); ++j)
-        if (batch_sends_b(p.instrs[j], lastb.mb, stage)) {
-          send_pos = j;
-          break;
-        }
-      if (cfg.sync_last_reduce && s == last_stage) {
+      // After both the batch that sends the last input grad (none for stage 0) and the last
+      // weight grad: the send is issued first, the reduction waits only for compute_ready.
+      const size_t send_pos = std::max(k, static_cast<size_t>(sb.send.value_or(sb.last_input_grad)));
+      if (cfg.sync_last_reduce && stage.v == last_stage) {
         sync_tail.push_back(make_stage_op(OpKind::REDUCE_GRAD, "compute", stage));
         continue;
       }

@@ -24,7 +24,7 @@ ProgramSet fsdp_unshard_reshard(const ProgramSet& in, const PipelineConfig& cfg)
 ProgramSet expand_world(const ProgramSet& in, const PipelineConfig& cfg);
 
 // Shared helpers.
-Instr make_compute(bool backward, Microbatch mb, Stage s);
+Instr make_compute(OpKind op, Microbatch mb, Stage s);  // F, B, I or W on compute
 Instr make_event(OpKind op, const std::string& stream, const std::string& event);
 Instr make_stage_op(OpKind op, const std::string& stream, Stage s);
 std::string stage_event(const char* prefix, Stage s);                    // "reduce_done[s7]"

@@ -34,6 +34,8 @@ ojson instr_to_json(Rank r, const Instr& i) {
   switch (i.op) {
     case OpKind::F:
     case OpKind::B:
+    case OpKind::I:
+    case OpKind::W:
       j["mb"] = i.mb.v;
       j["stage"] = i.stage.v;
       break;
@@ -138,7 +140,7 @@ Instr read_instr(const Reader& rd, const json& j, const std::string& path, Rank 
   std::string op = rd.get_string(j, "op", path);
   auto kind = parse_op_kind(op);
   if (!kind)
-    rd.fail(path + ".op", "one of F, B, BATCH, RECORD, WAIT, UNSHARD, RESHARD, REDUCE_GRAD, OPT_STEP",
+    rd.fail(path + ".op", "one of F, B, I, W, BATCH, RECORD, WAIT, UNSHARD, RESHARD, REDUCE_GRAD, OPT_STEP",
             &j.at("op"));
   in.op = *kind;
   in.stream = rd.get_string(j, "stream", path);
@@ -147,6 +149,8 @@ Instr read_instr(const Reader& rd, const json& j, const std::string& path, Rank 
   switch (in.op) {
     case OpKind::F:
     case OpKind::B:
+    case OpKind::I:
+    case OpKind::W:
       rd.expect_object(j, path, {"stream", "op", "mb", "stage", "text"});
       in.mb = Microbatch{rd.get_int(j, "mb", path, 0)};
       in.stage = Stage{rd.get_int(j, "stage", path, 0)};

@@ -28,6 +28,8 @@ void append_instr(std::string& out, const Instr& i) {
   switch (i.op) {
     case OpKind::F:
     case OpKind::B:
+    case OpKind::I:
+    case OpKind::W:
       append_int(out, " mb", i.mb.v);
       append_int(out, " s", i.stage.v);
       break;

@@ -8,8 +8,8 @@
 
 namespace ppstream {
 namespace {
-constexpr std::array<const char*, 9> kOpNames = {"F",       "B",           "BATCH",    "RECORD", "WAIT",
-                                                 "UNSHARD", "RESHARD",     "REDUCE_GRAD", "OPT_STEP"};
+constexpr std::array<const char*, 11> kOpNames = {"F",       "B",       "BATCH",       "RECORD",   "WAIT", "UNSHARD",
+                                                  "RESHARD", "REDUCE_GRAD", "OPT_STEP", "I",    "W"};
 constexpr std::array<const char*, 4> kP2PNames = {"SEND_F", "RECV_F", "SEND_B", "RECV_B"};
 }  // namespace
 

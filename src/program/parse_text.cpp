@@ -133,12 +133,14 @@ Instr parse_op(LineScanner& sc) {
   std::string_view op = sc.word();
   auto kind = parse_op_kind(std::string(op));
   if (!kind)
-    sc.fail("an op (F, B, BATCH, RECORD, WAIT, UNSHARD, RESHARD, REDUCE_GRAD, OPT_STEP)",
+    sc.fail("an op (F, B, I, W, BATCH, RECORD, WAIT, UNSHARD, RESHARD, REDUCE_GRAD, OPT_STEP)",
             op.empty() ? sc.peek_token() : op);
   in.op = *kind;
   switch (in.op) {
     case OpKind::F:
     case OpKind::B:
+    case OpKind::I:
+    case OpKind::W:
       in.mb = Microbatch{sc.prefixed_int("mb", kMb)};
       in.stage = Stage{sc.prefixed_int("s", kStage)};
       break;

@@ -7,15 +7,25 @@
 #include <string>
 #include <tuple>
 
+#include "ppstream/program/deps.h"
 #include "ppstream/schedule/schedule.h"
 
 namespace ppstream {
 namespace {
 
-using Key = std::tuple<bool, int32_t, int32_t>;  // (backward, mb, stage)
+using Key = std::tuple<OpKind, int32_t, int32_t>;  // (op, mb, stage): one action
+using RoleKey = std::tuple<Role, int32_t, int32_t>;  // (role, mb, stage): what it produces
 
-std::string name(const Key& k) {
-  return to_string(ComputeAction{std::get<0>(k), Microbatch{std::get<1>(k)}, Stage{std::get<2>(k)}});
+Key key_of(const ComputeAction& a) { return {op_kind(a), a.mb.v, a.stage.v}; }
+
+// The action of `order` that produces k ("0B1", or "0I1" under the split backward).
+std::string name(const ComputeOrder& order, const RoleKey& k) {
+  for (const auto& actions : order)
+    for (const ComputeAction& a : actions)
+      if (has_role(op_kind(a), std::get<0>(k)) && a.mb.v == std::get<1>(k) && a.stage.v == std::get<2>(k))
+        return to_string(a);
+  const char* op = std::get<0>(k) == Role::FORWARD ? "F" : "B";
+  return std::to_string(std::get<1>(k)) + op + std::to_string(std::get<2>(k));
 }
 
 int32_t num_stages(const ComputeOrder& order) {
@@ -25,15 +35,10 @@ int32_t num_stages(const ComputeOrder& order) {
   return max_stage + 1;
 }
 
-// Dependencies of an action under the unit-time model (see schedule.h).
-std::vector<Key> deps_of(const ComputeAction& a, int32_t stages) {
-  std::vector<Key> deps;
-  if (!a.backward) {
-    if (a.stage.v > 0) deps.emplace_back(false, a.mb.v, a.stage.v - 1);
-  } else {
-    deps.emplace_back(false, a.mb.v, a.stage.v);
-    if (a.stage.v + 1 < stages) deps.emplace_back(true, a.mb.v, a.stage.v + 1);
-  }
+// Dependencies of an action under the unit-time model: the producers program/deps.h names.
+std::vector<RoleKey> deps_of(const ComputeAction& a, int32_t stages) {
+  std::vector<RoleKey> deps;
+  for (const Need& n : needs_of(op_kind(a), a.mb, a.stage, stages)) deps.emplace_back(n.role, n.mb.v, n.stage.v);
   return deps;
 }
 
@@ -49,7 +54,7 @@ void check_placement(const ComputeOrder& order) {
       if (a.stage.v % pp != static_cast<int32_t>(r))
         throw std::invalid_argument("unit-time simulation: " + where + " runs stage " + std::to_string(a.stage.v) +
                                     ", which lives on PP rank " + std::to_string(a.stage.v % pp) + " (stage % pp)");
-      if (!seen.emplace(Key{a.backward, a.mb.v, a.stage.v}, r).second)
+      if (!seen.emplace(key_of(a), r).second)
         throw std::invalid_argument("unit-time simulation: " + where + " appears more than once");
     }
   }
@@ -67,7 +72,7 @@ UnitTimeline simulate_unit_time(const ComputeOrder& order, const std::vector<std
   };
   UnitTimeline tl;
   tl.slot.resize(order.size());
-  std::map<Key, int64_t> finished;  // action → the last slot of its group (outputs visible after it)
+  std::map<RoleKey, int64_t> finished;  // produced → the last slot of its group (visible after it)
   std::vector<size_t> next(order.size(), 0);
   std::vector<int64_t> free_at(order.size(), 0);  // first slot the rank is free
   // A rank's next group (one action, or two fused ones) can be placed once the dependencies of
@@ -82,7 +87,7 @@ UnitTimeline simulate_unit_time(const ComputeOrder& order, const std::vector<std
         int64_t start = free_at[r];
         bool ready = true;
         for (size_t g = 0; g < n && ready; ++g) {
-          for (const Key& d : deps_of(order[r][next[r] + g], stages)) {
+          for (const RoleKey& d : deps_of(order[r][next[r] + g], stages)) {
             auto it = finished.find(d);
             if (it == finished.end()) {
               ready = false;
@@ -94,7 +99,8 @@ UnitTimeline simulate_unit_time(const ComputeOrder& order, const std::vector<std
         if (!ready) break;
         for (size_t g = 0; g < n; ++g) {
           const ComputeAction& a = order[r][next[r] + g];
-          finished[Key{a.backward, a.mb.v, a.stage.v}] = start + static_cast<int64_t>(n) - 1;
+          for (Role role : {Role::FORWARD, Role::INPUT_GRAD, Role::WEIGHT_GRAD})
+            if (has_role(op_kind(a), role)) finished[RoleKey{role, a.mb.v, a.stage.v}] = start + static_cast<int64_t>(n) - 1;
           tl.slot[r].push_back(start + static_cast<int64_t>(g));
         }
         free_at[r] = start + static_cast<int64_t>(n);
@@ -109,8 +115,8 @@ UnitTimeline simulate_unit_time(const ComputeOrder& order, const std::vector<std
     if (next[r] == order[r].size()) continue;
     const ComputeAction& a = order[r][next[r]];
     blocked += "; r" + std::to_string(r) + " at " + to_string(a) + " waits for";
-    for (const Key& d : deps_of(a, stages))
-      if (!finished.count(d)) blocked += " " + name(d);
+    for (const RoleKey& d : deps_of(a, stages))
+      if (!finished.count(d)) blocked += " " + name(order, d);
   }
   if (!blocked.empty())
     throw std::invalid_argument("unit-time simulation: the order cannot complete" + blocked);

@@ -41,13 +41,17 @@ CostSpec parse_cost_spec(const std::string& yaml_text, int32_t num_stages) {
                    {"forward_ms_per_layer", "backward_ms_per_layer", "stage_forward_ms", "stage_backward_ms",
                     "moe_dispatch_ms_per_layer", "moe_combine_ms_per_layer", "optimizer_ms", "p2p_latency_ms",
                     "p2p_bandwidth_gb_per_s", "activation_bytes", "grad_bytes_per_layer", "param_bytes_per_layer",
-                    "collective_alpha_ms", "shard_bandwidth_gb_per_s", "replicate_bandwidth_gb_per_s", "link_sharing"});
+                    "collective_alpha_ms", "shard_bandwidth_gb_per_s", "replicate_bandwidth_gb_per_s", "link_sharing",
+                    "backward_input_fraction"});
   CostSpec c;
   auto num = [&](const char* key, double& field) {
     if (root[key]) field = yaml::number(kSection, key, root[key], 0.0);
   };
   num("forward_ms_per_layer", c.forward_ms_per_layer);
   num("backward_ms_per_layer", c.backward_ms_per_layer);
+  num("backward_input_fraction", c.backward_input_fraction);
+  if (c.backward_input_fraction > 1.0)
+    yaml::fail(kSection, "backward_input_fraction", root["backward_input_fraction"], "a fraction in [0, 1]");
   num("moe_dispatch_ms_per_layer", c.moe_dispatch_ms_per_layer);
   num("moe_combine_ms_per_layer", c.moe_combine_ms_per_layer);
   num("optimizer_ms", c.optimizer_ms);
@@ -136,6 +140,8 @@ double SimCostModel::compute_ms(const Program& /*p*/, const Instr& i) const {
   switch (i.op) {
     case OpKind::F: return fwd_ms_.at(static_cast<size_t>(i.stage.v));
     case OpKind::B: return bwd_ms_.at(static_cast<size_t>(i.stage.v));
+    case OpKind::I: return cost_.backward_input_fraction * bwd_ms_.at(static_cast<size_t>(i.stage.v));
+    case OpKind::W: return (1.0 - cost_.backward_input_fraction) * bwd_ms_.at(static_cast<size_t>(i.stage.v));
     case OpKind::OPT_STEP: return cost_.optimizer_ms;
     default: return 0.0;
   }

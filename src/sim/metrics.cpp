@@ -1,3 +1,4 @@
+#include "ppstream/program/deps.h"
 #include "ppstream/sim/metrics.h"
 
 #include <fmt/format.h>
@@ -16,7 +17,7 @@ constexpr double kEps = 1e-6;  // ms; engine times are sums of the same doubles
 
 bool is_collective(OpKind k) { return k == OpKind::REDUCE_GRAD || k == OpKind::UNSHARD; }
 // Compute work on a compute stream (what the analyzer counts as compute too).
-bool is_work(OpKind k) { return k == OpKind::F || k == OpKind::B || k == OpKind::OPT_STEP; }
+bool is_work(OpKind k) { return is_compute(k) || k == OpKind::OPT_STEP; }
 
 // The instruction whose completion a RECORD marks: the last non-RECORD/RESHARD before it on its
 // stream (RESHARD is free and follows its REDUCE_GRAD).
@@ -37,6 +38,8 @@ WaitKind kind_of(OpKind k) {
     case OpKind::UNSHARD: return WaitKind::UNSHARD;
     case OpKind::F:
     case OpKind::B:
+    case OpKind::I:
+    case OpKind::W:
     case OpKind::OPT_STEP: return WaitKind::COMPUTE;
     default: return WaitKind::OTHER;
   }

@@ -105,7 +105,12 @@ std::string render_svg(const std::vector<SvgPanel>& panels, const ProgramFilter&
         double lane = on_compute ? 0 : 1;
         switch (i.op) {
           case OpKind::F: color = kF, label = fmt::format("{}/{}", i.mb.v, i.stage.v), tip = fmt::format("F mb{} s{}", i.mb.v, i.stage.v); break;
-          case OpKind::B: color = kB, label = fmt::format("{}/{}", i.mb.v, i.stage.v), tip = fmt::format("B mb{} s{}", i.mb.v, i.stage.v); break;
+          case OpKind::B:
+          case OpKind::I:
+          case OpKind::W:
+            color = kB, label = fmt::format("{}/{}", i.mb.v, i.stage.v);
+            tip = fmt::format("{} mb{} s{}", to_string(i.op), i.mb.v, i.stage.v);
+            break;
           case OpKind::OPT_STEP: color = kOpt, tip = "OPT_STEP"; break;
           case OpKind::BATCH: color = kP2P, lane = 1, tip = fmt::format("BATCH on {} ({} ops)", i.stream, i.p2p.size()); break;
           case OpKind::REDUCE_GRAD: color = kReduce, lane = 1, label = fmt::format("R s{}", i.stage.v), tip = fmt::format("REDUCE_GRAD s{} on {}", i.stage.v, i.stream); break;

@@ -28,6 +28,8 @@ void write_chrome_trace(std::ostream& out, const ProgramSet& set, const EngineRe
       switch (i.op) {
         case OpKind::F:
         case OpKind::B:
+        case OpKind::I:
+        case OpKind::W:
         case OpKind::OPT_STEP:
         case OpKind::RESHARD:
           if (d_us > 0) w.slice(r, i.stream, to_text(r, i), s_us, d_us, SliceKind::COMPUTE);

@@ -42,7 +42,7 @@ std::vector<PipelineConfig> grid_configs(const GridOptions& o) {
       if (vpp == 1 && pp > 1) mbs.push_back(1);
       std::vector<ScheduleKind> schedules;
       if (vpp > 1) schedules = {ScheduleKind::INTERLEAVED_1F1B};
-      else schedules = {ScheduleKind::ONE_F_ONE_B, ScheduleKind::GPIPE};
+      else schedules = {ScheduleKind::ONE_F_ONE_B, ScheduleKind::GPIPE, ScheduleKind::ZB_H1};
       for (int32_t m : mbs)
         for (ScheduleKind sched : schedules)
           for (P2PTransport t : {P2PTransport::PLAIN, P2PTransport::BATCH, P2PTransport::MULTI_STREAM})

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "ppstream/program/deps.h"
 #include "verify/report.h"
 #include "verify/vector_clock.h"
 
@@ -16,28 +17,30 @@ constexpr const char* kHb = "happens-before";
 
 // Where the instructions of one rank are, by what they touch (first occurrence wins).
 struct RankIndex {
-  std::map<std::pair<int32_t, int32_t>, int32_t> f, b;                   // (mb, stage) → index
+  std::map<std::tuple<OpKind, int32_t, int32_t>, int32_t> compute;      // (op, mb, stage) → index
+  std::map<std::tuple<Role, int32_t, int32_t>, int32_t> role;            // (role, mb, stage) → first filler
   std::map<std::tuple<P2PKind, int32_t, int32_t>, int32_t> batch;        // (kind, mb, stage) → BATCH
-  std::map<int32_t, std::vector<int32_t>> compute_of_stage;              // stage → its F/B, in order
-  std::map<int32_t, std::vector<int32_t>> b_of_stage;                    // stage → its B
+  std::map<int32_t, std::vector<int32_t>> compute_of_stage;              // stage → its F/B/I/W, in order
+  std::map<int32_t, std::vector<int32_t>> grads_of_stage;                // stage → its B/W (weight grads)
   std::map<int32_t, int32_t> unshard, reshard, reduce;                   // stage → first index
   std::vector<int32_t> reduces, reshards;                                // every REDUCE_GRAD / RESHARD
   int32_t opt = kNone;
+  bool split = false;                                                    // the rank runs I/W
 
   explicit RankIndex(const Program& p) {
     for (size_t k = 0; k < p.instrs.size(); ++k) {
       const Instr& in = p.instrs[k];
       const auto i = static_cast<int32_t>(k);
+      if (is_compute(in.op)) {
+        compute.emplace(std::tuple{in.op, in.mb.v, in.stage.v}, i);
+        for (Role r : {Role::FORWARD, Role::INPUT_GRAD, Role::WEIGHT_GRAD})
+          if (has_role(in.op, r)) role.emplace(std::tuple{r, in.mb.v, in.stage.v}, i);
+        compute_of_stage[in.stage.v].push_back(i);
+        if (has_role(in.op, Role::WEIGHT_GRAD)) grads_of_stage[in.stage.v].push_back(i);
+        split = split || in.op == OpKind::I;
+        continue;
+      }
       switch (in.op) {
-        case OpKind::F:
-          f.emplace(std::pair{in.mb.v, in.stage.v}, i);
-          compute_of_stage[in.stage.v].push_back(i);
-          break;
-        case OpKind::B:
-          b.emplace(std::pair{in.mb.v, in.stage.v}, i);
-          compute_of_stage[in.stage.v].push_back(i);
-          b_of_stage[in.stage.v].push_back(i);
-          break;
         case OpKind::BATCH:
           for (const P2POp& op : in.p2p) batch.emplace(std::tuple{op.kind, op.mb.v, op.stage.v}, i);
           break;
@@ -53,10 +56,14 @@ struct RankIndex {
         case OpKind::OPT_STEP:
           if (opt == kNone) opt = i;
           break;
-        case OpKind::RECORD:
-        case OpKind::WAIT: break;
+        default: break;
       }
     }
+  }
+  // How a producer is named in messages: "F mb0 s1", "B mb0 s1" or (split) "I mb0 s1".
+  std::string producer(Role r, int32_t mb, int32_t s) const {
+    const char* op = r == Role::FORWARD ? "F" : r == Role::WEIGHT_GRAD ? (split ? "W" : "B") : (split ? "I" : "B");
+    return fmt::format("{} mb{} s{}", op, mb, s);
   }
 };
 
@@ -81,37 +88,26 @@ class RankChecker {
       if (kind != P2PKind::SEND_F && kind != P2PKind::SEND_B) continue;
       const bool fwd = kind == P2PKind::SEND_F;
       const char* buffer = fwd ? "activation" : "input grad";
-      const int32_t producer = find(fwd ? idx_.f : idx_.b, std::pair{mb, s});
+      const Role role = fwd ? Role::FORWARD : Role::INPUT_GRAD;
+      const int32_t producer = find(idx_.role, std::tuple{role, mb, s});
       if (producer == kNone)
         rep_.add(kHb, p_, j,
-                 fmt::format("{}: {} sends mb{} s{} but r{} has no {} mb{} s{}", buffer, rep_.op(p_, j), mb, s,
-                             prog_.rank.v, fwd ? "F" : "B", mb, s));
+                 fmt::format("{}: {} sends mb{} s{} but r{} has no {}", buffer, rep_.op(p_, j), mb, s, prog_.rank.v,
+                             idx_.producer(role, mb, s)));
       else
         need(buffer, producer, j);
     }
-    // activation, receive side: F(mb,s) needs its input from the previous stage.
-    for (const auto& [key, i] : idx_.f) {
-      const auto [mb, s] = key;
-      if (s == 0) continue;
-      if (local(s - 1)) {
-        require(find(idx_.f, std::pair{mb, s - 1}), i, "activation", fmt::format("F mb{} s{}", mb, s - 1));
-      } else {
-        require(find(idx_.batch, std::tuple{P2PKind::RECV_F, mb, s}), i, "activation",
-                fmt::format("BATCH with RECV_F mb{} s{}", mb, s));
-      }
-    }
-    for (const auto& [key, i] : idx_.b) {
-      const auto [mb, s] = key;
-      // input grad, receive side: B(mb,s) needs the output grad of the next stage.
-      if (s < last_stage) {
-        if (local(s + 1))
-          require(find(idx_.b, std::pair{mb, s + 1}), i, "input grad", fmt::format("B mb{} s{}", mb, s + 1));
+    // receive side and same-rank inputs: every compute op's needs (program/deps.h).
+    for (const auto& [key, i] : idx_.compute) {
+      const auto& [op, mb, s] = key;
+      for (const Need& n : needs_of(op, Microbatch{mb}, Stage{s}, last_stage + 1)) {
+        if (n.recv && !local(n.stage.v))
+          require(find(idx_.batch, std::tuple{*n.recv, mb, s}), i, n.buffer,
+                  fmt::format("BATCH with {} mb{} s{}", to_string(*n.recv), mb, s));
         else
-          require(find(idx_.batch, std::tuple{P2PKind::RECV_B, mb, s}), i, "input grad",
-                  fmt::format("BATCH with RECV_B mb{} s{}", mb, s));
+          require(find(idx_.role, std::tuple{n.role, n.mb.v, n.stage.v}), i, n.buffer,
+                  idx_.producer(n.role, n.mb.v, n.stage.v));
       }
-      // stash: the forward's saved activations.
-      require(find(idx_.f, std::pair{mb, s}), i, "stash", fmt::format("F mb{} s{}", mb, s));
     }
     // unsharded params: gathered before every use, freed after every use and the reduction.
     if (t_.set->sharded()) {
@@ -125,8 +121,8 @@ class RankChecker {
         all_before("unsharded params", producers, r);
       }
     }
-    // accumulated grads: every backward of the stage before its reduction.
-    for (const auto& [s, bs] : idx_.b_of_stage)
+    // accumulated grads: every weight-grad op (B or W) of the stage before its reduction.
+    for (const auto& [s, bs] : idx_.grads_of_stage)
       if (const int32_t red = find(idx_.reduce, s); red != kNone) all_before("accumulated grads", bs, red);
   }
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "ppstream/program/deps.h"
 #include "verify/report.h"
 
 namespace ppstream::verify_detail {
@@ -17,7 +18,7 @@ constexpr const char* kReduce = "reduce";
 
 struct LastSend {
   int32_t batch = kNone;  // BATCH holding SEND_B of the stage's last backward
-  int32_t b = kNone;      // that backward
+  int32_t b = kNone;      // that backward (B or I)
 };
 
 }  // namespace
@@ -26,22 +27,9 @@ void check_send_before_reduce(const engine::Topology& t, Report& rep) {
   if (t.set->policy != ReducePolicy::ASYNC) return;
   for (int32_t p = 0; p < t.programs(); ++p) {
     const auto& instrs = t.program(p).instrs;
-    std::map<int32_t, int32_t> last_b;  // stage → index of its last B in program order
-    for (size_t k = 0; k < instrs.size(); ++k)
-      if (instrs[k].op == OpKind::B) last_b[instrs[k].stage.v] = static_cast<int32_t>(k);
-    std::vector<LastSend> sends;
-    for (const auto& [s, b] : last_b) {
-      const Microbatch mb = instrs[b].mb;
-      for (size_t k = 0; k < instrs.size(); ++k) {
-        const auto& ops = instrs[k].p2p;
-        if (std::any_of(ops.begin(), ops.end(), [&](const P2POp& o) {
-              return o.kind == P2PKind::SEND_B && o.mb == mb && o.stage.v == s;
-            })) {
-          sends.push_back({static_cast<int32_t>(k), b});
-          break;
-        }
-      }
-    }
+    std::vector<LastSend> sends;  // per stage: the send of its last input grad (program/deps.h)
+    for (const StageBackward& sb : stage_backwards(t.program(p)))
+      if (sb.send) sends.push_back({*sb.send, sb.last_input_grad});
     if (sends.empty()) continue;
     std::sort(sends.begin(), sends.end(), [](const LastSend& a, const LastSend& c) { return a.batch < c.batch; });
     const int32_t latest = sends.back().batch;

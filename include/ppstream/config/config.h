@@ -14,7 +14,9 @@
 
 namespace ppstream {
 
-enum class ScheduleKind : uint8_t { GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B };
+enum class ScheduleKind : uint8_t { GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B, ZB_H1 };
+// Does the schedule split the backward into I (dX) and W (dW)? (zero-bubble family)
+inline bool splits_backward(ScheduleKind k) { return k == ScheduleKind::ZB_H1; }
 enum class P2PTransport : uint8_t { PLAIN, BATCH, MULTI_STREAM };
 
 // Inclusive layer range [first, last] of one virtual stage.

@@ -37,6 +37,9 @@ enum class OpKind : uint8_t {
   REDUCE_GRAD,  // the stage's gradient reduction: reduce-scatter (shard group), then
                 // all-reduce (replicate group); the issuing stream waits for both (CommHandle.wait)
   OPT_STEP,     // optimizer step on the sharded parameters (one per rank per step)
+  I,            // split backward, input-gradient half (dX) of (mb, stage): what SEND_B carries
+  W,            // split backward, weight-gradient half (dW) of (mb, stage): accumulates the
+                // parameter grads the stage's reduction sums (names as PyTorch's schedule actions)
 };
 
 enum class P2PKind : uint8_t { SEND_F, RECV_F, SEND_B, RECV_B };

@@ -10,13 +10,20 @@
 
 namespace ppstream {
 
-// One compute action, printed like PyTorch pipelining's actions: "3F1" = F of mb 3, stage 1.
+// Which part of the backward an action runs: the fused B, or the split backward's I (input
+// gradient, dX) or W (weight gradient, dW) — program/deps.h says what each needs.
+enum class BackwardPart : uint8_t { FULL, INPUT, WEIGHT };
+
+// One compute action, printed "3F1" = F of mb 3, stage 1 ("3B1", "3I1", "3W1").
 struct ComputeAction {
   bool backward = false;
   Microbatch mb;
   Stage stage;
+  BackwardPart part = BackwardPart::FULL;  // backward actions only
   auto operator<=>(const ComputeAction&) const = default;
 };
+// The IR op of an action: F, B, I or W.
+OpKind op_kind(const ComputeAction& a);
 
 // order[pp_rank] = that rank's compute actions in execution order.
 using ComputeOrder = std::vector<std::vector<ComputeAction>>;
@@ -39,6 +46,10 @@ ComputeOrder schedule_1f1b(int32_t pp, int32_t microbatches);
 // schedule_1f1b. Requires microbatches % rounds == 0 (PyTorch's rule; also validated by config).
 ComputeOrder schedule_interleaved_1f1b(int32_t pp, int32_t vpp, int32_t microbatches);
 int32_t interleaved_rounds(int32_t pp, int32_t microbatches);
+// ZB-H1 (Qi et al., ICLR 2024, §3.1): 1F1B with the backward split into I then W; rank r runs
+// the W of a microbatch after r further I's (the deferred W's fill 1F1B's cool-down bubble).
+// Uniform F = I = W, free P2P, m >= pp: step = (3m + pp - 1) units (tests/cpp/schedule).
+ComputeOrder schedule_zb_h1(int32_t pp, int32_t microbatches);
 // Dispatch on cfg.schedule. Throws ConfigError when gpipe/1f1b get pipeline_parallel_interleave_num > 1.
 ComputeOrder make_schedule(const PipelineConfig& cfg);
 

@@ -6,6 +6,9 @@
 //   cost:
 //     forward_ms_per_layer: 4.0        # F time of one layer for one microbatch
 //     backward_ms_per_layer: 8.0       # B time of one layer (dx + parameter grads)
+//     backward_input_fraction: 0.5     # split backward: I (dX) = fraction · B, W (dW) = the rest
+//                                      # (0.5: T_B = T_W as Qi et al., "Zero Bubble Pipeline
+//                                      # Parallelism", ICLR 2024, §2 assume; their profiles ~0.5)
 //     stage_forward_ms: [..]           # optional: per virtual stage, overrides the per-layer time
 //     stage_backward_ms: [..]
 //     moe_dispatch_ms_per_layer: 0.0   # MoE all-to-all dispatch, added to F and to B per layer
@@ -48,6 +51,7 @@ const char* to_string(LinkSharing s);
 struct CostSpec {
   double forward_ms_per_layer = 1.0;
   double backward_ms_per_layer = 2.0;
+  double backward_input_fraction = 0.5;  // I = fraction · B, W = (1 - fraction) · B
   std::vector<double> stage_forward_ms;   // empty, or one per virtual stage
   std::vector<double> stage_backward_ms;
   double moe_dispatch_ms_per_layer = 0.0;

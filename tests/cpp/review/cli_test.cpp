@@ -124,3 +124,22 @@ TEST_F(ReviewCli, SetCannotInjectOtherKeys) {
 }
 
 }  // namespace
+
+// Zero-bubble schedules split the backward; the MindSpore runtime runs the fused B only, so
+// `train` refuses them before starting Python (exit 2, naming the schedule and the way out).
+TEST(TrainCli, RefusesASplitBackwardSchedule) {
+  if (!fs::exists(ppstream_binary())) GTEST_SKIP() << "no ppstream binary beside the tests";
+  const std::string file = ::testing::TempDir() + "/train_zb_h1_" + std::to_string(getpid()) + ".yaml";
+  {
+    FILE* f = std::fopen(file.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("pipeline_parallel_size: 2\nmicro_batch_num: 4\nnum_layers: 2\nschedule: zb_h1\n", f);
+    std::fclose(f);
+  }
+  const CliRun r = run("train " + file + " --steps 1");
+  fs::remove(file);
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("schedule=zb_h1 splits the backward into I (input grad) and W (weight grad)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("use schedule 1f1b or interleaved_1f1b"), std::string::npos) << r.out;
+}

@@ -94,7 +94,7 @@ TEST(UnitTime, OrderErrors) {
             "unit-time simulation: order[r0][1] = 0F0 appears more than once");
   // r0 runs 0B0 before 0F0; r1 needs 0F0 first: both block.
   EXPECT_EQ(sim_error({{a(true, 0, 0), a(false, 0, 0)}, {a(false, 0, 1), a(true, 0, 1)}}),
-            "unit-time simulation: the order cannot complete; r0 at 0B0 waits for 0F0 0B1; r1 at 0F1 waits for 0F0");
+            "unit-time simulation: the order cannot complete; r0 at 0B0 waits for 0B1 0F0; r1 at 0F1 waits for 0F0");
   // A missing forward is reported the same way.
   EXPECT_EQ(sim_error({{a(false, 0, 0), a(true, 0, 0)}, {a(true, 0, 1)}}),
             "unit-time simulation: the order cannot complete; r0 at 0B0 waits for 0B1; r1 at 0B1 waits for 0F1");
