@@ -24,7 +24,7 @@ import sys
 TORCH = "torch==2.13.0"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Our schedule name → torch class; multi-stage classes only (they expose pipeline_order).
-SCHEDULES = {"interleaved_1f1b": "ScheduleInterleaved1F1B"}
+SCHEDULES = {"interleaved_1f1b": "ScheduleInterleaved1F1B", "interleaved_zb": "ScheduleInterleavedZeroBubble"}
 TYPES = {"F": "F", "B": "B", "I": "I", "W": "W"}
 
 
@@ -49,6 +49,7 @@ class Stage:
         self.group_size = group_size
         self.group_rank = group_rank
         self.group = None
+        self.submod = None  # not an nn.Module: the torch.compile check skips it
         self.is_first = stage_index == 0
         self.is_last = stage_index == num_stages - 1
         self.stage_index_to_group_rank = {}

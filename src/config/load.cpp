@@ -16,8 +16,9 @@ void resolve_and_validate(PipelineConfig& cfg, const Locator& loc) {
   // Keys never given keep their value unless it conflicts with the given ones; then they take
   // the derived default (so a config built in code keeps its choices).
   if (!given("schedule")) {
-    if (cfg.pipeline_parallel_interleave_num > 1) cfg.schedule = ScheduleKind::INTERLEAVED_1F1B;
-    else if (cfg.schedule == ScheduleKind::INTERLEAVED_1F1B) cfg.schedule = ScheduleKind::ONE_F_ONE_B;
+    const bool interleaved = cfg.pipeline_parallel_interleave_num > 1;
+    if (interleaved && !is_interleaved(cfg.schedule)) cfg.schedule = ScheduleKind::INTERLEAVED_1F1B;
+    else if (!interleaved && is_interleaved(cfg.schedule)) cfg.schedule = ScheduleKind::ONE_F_ONE_B;
   }
   if (!given("data_parallel.reduce_grad")) {
     if (cfg.mode == DPMode::NONE) cfg.reduce_grad = ReducePolicy::NONE;

@@ -5,7 +5,8 @@
 
 namespace ppstream {
 namespace {
-constexpr std::array<const char*, 4> kScheduleNames = {"gpipe", "1f1b", "interleaved_1f1b", "zb_h1"};
+constexpr std::array<const char*, 5> kScheduleNames = {"gpipe", "1f1b", "interleaved_1f1b", "zb_h1",
+                                                       "interleaved_zb"};
 constexpr std::array<const char*, 3> kTransportNames = {"plain", "batch", "multi_stream"};
 }  // namespace
 

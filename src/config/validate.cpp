@@ -60,11 +60,12 @@ void check_schedule(const PipelineConfig& cfg, const Locator& loc) {
   const int32_t pp = cfg.pipeline_parallel_size, vpp = cfg.pipeline_parallel_interleave_num;
   const int32_t m = cfg.micro_batch_num;
   const std::string where = loc.of("schedule", {"pipeline_parallel_interleave_num"});
-  if (cfg.schedule == ScheduleKind::INTERLEAVED_1F1B) {
+  if (is_interleaved(cfg.schedule)) {
+    const std::string name = to_string(cfg.schedule);
+    const std::string flat = splits_backward(cfg.schedule) ? "zb_h1" : "1f1b";  // its one-stage sibling
     if (vpp == 1)
-      fail(where, kv(cfg, "schedule", "interleaved_1f1b") +
-                      " needs pipeline_parallel_interleave_num >= 2 (it is 1); use schedule 1f1b, or set "
-                      "pipeline_parallel_interleave_num to the virtual stages per PP rank");
+      fail(where, kv(cfg, "schedule", name) + " needs pipeline_parallel_interleave_num >= 2 (it is 1); use schedule " +
+                      flat + ", or set pipeline_parallel_interleave_num to the virtual stages per PP rank");
     if (const int32_t rounds = interleaved_rounds(pp, m); m % rounds != 0) {
       // PyTorch's flexible rounds (ScheduleInterleaved1F1B): rounds = max(1, m / pp) must divide m.
       int32_t lo = m - 1, hi = m + 1;
@@ -72,12 +73,13 @@ void check_schedule(const PipelineConfig& cfg, const Locator& loc) {
       while (hi % interleaved_rounds(pp, hi) != 0) ++hi;
       fail(loc.of("micro_batch_num"),
            "micro_batch_num=" + num(m) + " must be a multiple of its rounds max(1, micro_batch_num / pipeline_parallel_size=" +
-               num(pp) + ") = " + num(rounds) + " for interleaved_1f1b; use " + num(lo) + " or " + num(hi) +
-               ", or schedule 1f1b");
+               num(pp) + ") = " + num(rounds) + " for " + name + "; use " + num(lo) + " or " + num(hi) +
+               ", or schedule " + flat);
     }
   } else if (vpp > 1) {
     fail(where, kv(cfg, "schedule", to_string(cfg.schedule)) + " runs one stage per PP rank but pipeline_parallel_interleave_num=" +
-                    num(vpp) + "; use schedule interleaved_1f1b, or pipeline_parallel_interleave_num 1");
+                    num(vpp) + "; use schedule " + (splits_backward(cfg.schedule) ? "interleaved_zb" : "interleaved_1f1b") +
+                    ", or pipeline_parallel_interleave_num 1");
   }
 }
 

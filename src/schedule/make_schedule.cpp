@@ -9,7 +9,7 @@ ComputeOrder make_schedule(const PipelineConfig& cfg) {
   const int32_t p = cfg.pipeline_parallel_size;
   const int32_t v = cfg.pipeline_parallel_interleave_num;
   const int32_t m = cfg.micro_batch_num;
-  if (cfg.schedule != ScheduleKind::INTERLEAVED_1F1B && v != 1) {
+  if (!is_interleaved(cfg.schedule) && v != 1) {
     throw ConfigError(std::string("config: pipeline_parallel_interleave_num=") + std::to_string(v) +
                       " needs schedule interleaved_1f1b, got " + to_string(cfg.schedule) +
                       "; use interleaved_1f1b or pipeline_parallel_interleave_num=1");
@@ -19,6 +19,7 @@ ComputeOrder make_schedule(const PipelineConfig& cfg) {
     case ScheduleKind::ONE_F_ONE_B: return schedule_1f1b(p, m);
     case ScheduleKind::INTERLEAVED_1F1B: return schedule_interleaved_1f1b(p, v, m);
     case ScheduleKind::ZB_H1: return schedule_zb_h1(p, m);
+    case ScheduleKind::INTERLEAVED_ZB: return schedule_interleaved_zb(p, v, m);
   }
   throw ConfigError("config: unknown schedule kind " + std::to_string(static_cast<int>(cfg.schedule)));
 }

@@ -41,7 +41,7 @@ std::vector<PipelineConfig> grid_configs(const GridOptions& o) {
       if (pp + 1 <= o.max_microbatches) mbs.push_back(pp + 1);
       if (vpp == 1 && pp > 1) mbs.push_back(1);
       std::vector<ScheduleKind> schedules;
-      if (vpp > 1) schedules = {ScheduleKind::INTERLEAVED_1F1B};
+      if (vpp > 1) schedules = {ScheduleKind::INTERLEAVED_1F1B, ScheduleKind::INTERLEAVED_ZB};
       else schedules = {ScheduleKind::ONE_F_ONE_B, ScheduleKind::GPIPE, ScheduleKind::ZB_H1};
       for (int32_t m : mbs)
         for (ScheduleKind sched : schedules)

@@ -14,9 +14,13 @@
 
 namespace ppstream {
 
-enum class ScheduleKind : uint8_t { GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B, ZB_H1 };
+enum class ScheduleKind : uint8_t { GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B, ZB_H1, INTERLEAVED_ZB };
 // Does the schedule split the backward into I (dX) and W (dW)? (zero-bubble family)
-inline bool splits_backward(ScheduleKind k) { return k == ScheduleKind::ZB_H1; }
+inline bool splits_backward(ScheduleKind k) { return k == ScheduleKind::ZB_H1 || k == ScheduleKind::INTERLEAVED_ZB; }
+// Does it run several virtual stages per rank (stage c*pp + r)?
+inline bool is_interleaved(ScheduleKind k) {
+  return k == ScheduleKind::INTERLEAVED_1F1B || k == ScheduleKind::INTERLEAVED_ZB;
+}
 enum class P2PTransport : uint8_t { PLAIN, BATCH, MULTI_STREAM };
 
 // Inclusive layer range [first, last] of one virtual stage.

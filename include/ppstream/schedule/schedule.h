@@ -46,6 +46,10 @@ ComputeOrder schedule_1f1b(int32_t pp, int32_t microbatches);
 // schedule_1f1b. Requires microbatches % rounds == 0 (PyTorch's rule; also validated by config).
 ComputeOrder schedule_interleaved_1f1b(int32_t pp, int32_t vpp, int32_t microbatches);
 int32_t interleaved_rounds(int32_t pp, int32_t microbatches);
+// Interleaved zero bubble (PyTorch ScheduleInterleavedZeroBubble, "ZB1P" of Qi et al., ICLR
+// 2024): the interleaved order with warm-up (pp-r-1) + (v-1)*g, each backward split into I then
+// W; rank r runs the oldest queued W after each I from its r-th backward on, the rest at the end.
+ComputeOrder schedule_interleaved_zb(int32_t pp, int32_t vpp, int32_t microbatches);
 // ZB-H1 (Qi et al., ICLR 2024, §3.1): 1F1B with the backward split into I then W; rank r runs
 // the W of a microbatch after r further I's (the deferred W's fill 1F1B's cool-down bubble).
 // Uniform F = I = W, free P2P, m >= pp: step = (3m + pp - 1) units (tests/cpp/schedule).

@@ -26,15 +26,16 @@ std::string torch_text(const std::vector<ComputeAction>& actions) {
   std::string out;
   for (const ComputeAction& a : actions) {
     if (!out.empty()) out += ' ';
-    out += std::to_string(a.stage.v) + (a.backward ? "B" : "F") + std::to_string(a.mb.v);
+    out += std::to_string(a.stage.v) + to_string(op_kind(a)) + std::to_string(a.mb.v);
   }
   return out;
 }
 
-TEST(TorchOrders, InterleavedOneFOneBEqualsTorchIncludingFlexibleMicrobatches) {
+// Every grid point of one schedule: equal orders where torch accepts it, rejected where not.
+void expect_equal_orders(const std::string& name, ScheduleKind kind) {
   const nlohmann::json data = load_orders();
   ASSERT_EQ(data.at("torch_version").get<std::string>().rfind("2.13.0", 0), 0u);
-  const auto& points = data.at("schedules").at("interleaved_1f1b").at("points");
+  const auto& points = data.at("schedules").at(name).at("points");
   int compared = 0, flexible = 0, rejected = 0;
   for (const auto& pt : points) {
     const int32_t pp = pt.at("pp"), vpp = pt.at("vpp"), m = pt.at("microbatches");
@@ -44,7 +45,7 @@ TEST(TorchOrders, InterleavedOneFOneBEqualsTorchIncludingFlexibleMicrobatches) {
     c.pipeline_parallel_interleave_num = vpp;
     c.micro_batch_num = m;
     c.num_layers = pp * vpp;
-    c.schedule = ScheduleKind::INTERLEAVED_1F1B;
+    c.schedule = kind;
     c.reduce_grad = ReducePolicy::NONE;
     for (int32_t s = 0; s < pp * vpp; ++s) c.stage_layers.push_back({s, s});
     if (pt.contains("error")) {
@@ -64,6 +65,12 @@ TEST(TorchOrders, InterleavedOneFOneBEqualsTorchIncludingFlexibleMicrobatches) {
   EXPECT_GT(flexible, 50);
   EXPECT_GT(rejected, 10);
 }
+
+TEST(TorchOrders, InterleavedOneFOneBEqualsTorchIncludingFlexibleMicrobatches) {
+  expect_equal_orders("interleaved_1f1b", ScheduleKind::INTERLEAVED_1F1B);
+}
+
+TEST(TorchOrders, InterleavedZeroBubbleEqualsTorch) { expect_equal_orders("interleaved_zb", ScheduleKind::INTERLEAVED_ZB); }
 
 }  // namespace
 }  // namespace ppstream
