@@ -16,4 +16,4 @@ def test_whole_grid_verifies():
     m = re.search(r"grid: (\d+)/(\d+) configurations verified", res.stdout)
     assert m, res.stdout
     assert m.group(1) == m.group(2)
-    assert int(m.group(2)) > 10000
+    assert int(m.group(2)) > 9000  # overlap_b_f is not a grid axis (it does not change the lowering)
