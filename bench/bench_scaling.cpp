@@ -26,13 +26,13 @@ namespace {
 using namespace ppstream;
 
 struct Sample {
-  double n = 0, seconds = 0, rss_mib = 0;
+  double n = 0, seconds = 0, cpu_seconds = 0, rss_mib = 0;  // wall, user + sys, peak RSS
 };
 
 // Runs `work` in a child; returns its wall time (measured in the child) and peak RSS.
 Sample measure(double n, const std::function<void()>& work) {
   int fd[2];
-  if (pipe(fd) != 0) return {n, NAN, NAN};
+  if (pipe(fd) != 0) return {n, NAN, NAN, NAN};
   const pid_t pid = fork();
   if (pid == 0) {
     close(fd[0]);
@@ -49,14 +49,17 @@ Sample measure(double n, const std::function<void()>& work) {
   int status = 0;
   rusage u{};
   wait4(pid, &status, 0, &u);
-  return {n, s, static_cast<double>(u.ru_maxrss) / 1024.0};
+  const double cpu = static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+                     static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+  return {n, s, cpu, static_cast<double>(u.ru_maxrss) / 1024.0};
 }
 
-// Least-squares slope of log(seconds) over log(n).
-double exponent(const std::vector<Sample>& v) {
+// Least-squares slope of log(time) over log(n); `cpu`: user + sys time (robust on a loaded
+// machine), else wall time.
+double exponent(const std::vector<Sample>& v, bool cpu) {
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const Sample& s : v) {
-    const double x = std::log(s.n), y = std::log(s.seconds);
+    const double x = std::log(s.n), y = std::log(cpu ? s.cpu_seconds : s.seconds);
     sx += x, sy += y, sxx += x * x, sxy += x * y;
   }
   const double k = static_cast<double>(v.size());
@@ -64,9 +67,10 @@ double exponent(const std::vector<Sample>& v) {
 }
 
 void print(const char* title, const char* n_name, const std::vector<Sample>& v) {
-  std::printf("%s\n%12s %10s %12s\n", title, n_name, "time_s", "peak_rss_mib");
-  for (const Sample& s : v) std::printf("%12.0f %10.3f %12.1f\n", s.n, s.seconds, s.rss_mib);
-  std::printf("fitted exponent (time ~ n^k): k = %.2f\n\n", exponent(v));
+  std::printf("%s\n%12s %10s %10s %12s\n", title, n_name, "wall_s", "cpu_s", "peak_rss_mib");
+  for (const Sample& s : v) std::printf("%12.0f %10.3f %10.3f %12.1f\n", s.n, s.seconds, s.cpu_seconds, s.rss_mib);
+  std::printf("fitted exponent (time ~ n^k): k = %.2f on cpu_s, %.2f on wall_s\n\n", exponent(v, true),
+              exponent(v, false));
 }
 
 void bench_sim() {

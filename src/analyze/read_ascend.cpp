@@ -153,7 +153,15 @@ void read_ascend_dir(const std::string& dir, TraceSet& set) {
   for (const auto& e : fs::directory_iterator(root)) {
     std::smatch m;
     std::string fname = e.path().filename().string();
-    if (std::regex_match(fname, m, kInfo)) rank = Rank(std::stoi(m[1].str()));
+    if (std::regex_match(fname, m, kInfo)) {  // checked: a bare stoi would throw "stoi" on 99999999999
+      int32_t r = 0;
+      const std::string digits = m[1].str();
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), r);
+      if (ec != std::errc() || end != digits.data() + digits.size())
+        throw TraceError(fmt::format("{}: rank {} in the file name is out of range (0..2147483647)",
+                                     e.path().string(), digits));
+      rank = Rank(r);
+    }
   }
   fs::path out = root / "ASCEND_PROFILER_OUTPUT";
   if (!fs::is_directory(out)) {

@@ -79,7 +79,9 @@ class Reader {
 
   void expect_object(const json& j, const std::string& path, std::initializer_list<const char*> keys) const {
     if (!j.is_object()) fail(path, "an object", &j);
-    for (const auto& [k, v] : j.items()) {
+    for (const auto& item : j.items()) {
+      const std::string& k = item.key();  // not a structured binding: clang 14 cannot capture one
+      const json& v = item.value();
       if (std::find_if(keys.begin(), keys.end(), [&](const char* a) { return k == a; }) == keys.end()) {
         std::string allowed;
         for (const char* a : keys) allowed += std::string(allowed.empty() ? "" : ", ") + a;
