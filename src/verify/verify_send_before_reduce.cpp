@@ -30,7 +30,8 @@ void check_send_before_reduce(const engine::Topology& t, Report& rep) {
     for (size_t k = 0; k < instrs.size(); ++k)
       if (instrs[k].op == OpKind::B) last_b[instrs[k].stage.v] = static_cast<int32_t>(k);
     std::vector<LastSend> sends;
-    for (const auto& [s, b] : last_b) {
+    for (const auto& [stage, last] : last_b) {
+      const int32_t s = stage, b = last;  // copies: clang 14 cannot capture structured bindings
       const Microbatch mb = instrs[b].mb;
       for (size_t k = 0; k < instrs.size(); ++k) {
         const auto& ops = instrs[k].p2p;
