@@ -46,12 +46,14 @@ const Scratch& scratch() {
   return s;
 }
 
-// The error must name the input (`where`: file name, origin or key prefix).
-Check located(const std::exception& e, const std::string& where) {
+// The error must name the input (`where`: file name, origin or key prefix) and carry no
+// library message ids, unless the input itself holds them (messages quote the input).
+Check located(const std::exception& e, const std::string& where, std::string_view input) {
   const std::string msg = e.what();
   if (msg.find(where) == std::string::npos) return "error does not name '" + where + "': " + msg;
-  if (msg.find("json.exception") != std::string::npos || msg.find("yaml-cpp") != std::string::npos)
-    return "library exception text leaked: " + msg;
+  for (const char* lib : {"[json.exception.", "yaml-cpp: error"})
+    if (msg.find(lib) != std::string::npos && input.find(lib) == std::string_view::npos)
+      return "library exception text leaked: " + msg;
   return std::nullopt;
 }
 
@@ -74,22 +76,22 @@ Check check_numbers(const nlohmann::json& j, const std::string& key) {
 }
 
 template <class F>
-Check guarded(const std::string& where, F&& body) {
+Check guarded(const std::string& where, std::string_view input, F&& body) {
   try {
     return body();
   } catch (const ConfigError& e) {
-    return located(e, where);
+    return located(e, where, input);
   } catch (const ParseError& e) {
-    return located(e, where);
+    return located(e, where, input);
   } catch (const analyze::TraceError& e) {
-    return located(e, where);
+    return located(e, where, input);
   } catch (const std::exception& e) {
     return std::string("unexpected exception (not a located reader error): ") + e.what();
   }
 }
 
 Check config_yaml(std::string_view data) {
-  return guarded("t.yaml", [&]() -> Check {
+  return guarded("t.yaml", data, [&]() -> Check {
     load_config_text(std::string(data), "t.yaml");
     return std::nullopt;
   });
@@ -109,7 +111,7 @@ Check set_override(std::string_view data) {
     pos = nl + 1;
   }
   if (kv.empty()) return std::nullopt;
-  return guarded("config: ", [&]() -> Check {
+  return guarded("config: ", data, [&]() -> Check {
     PipelineConfig cfg = load_config_text("pipeline_parallel_size: 2\nmicro_batch_num: 4\nnum_layers: 4\n", "base.yaml");
     apply_overrides(cfg, kv);
     return std::nullopt;
@@ -124,21 +126,21 @@ void verify_small(const ProgramSet& set) {
 }
 
 Check program_text(std::string_view data) {
-  return guarded("p.txt", [&]() -> Check {
+  return guarded("p.txt", data, [&]() -> Check {
     verify_small(parse_program_set(std::string(data), "p.txt"));
     return std::nullopt;
   });
 }
 
 Check program_json(std::string_view data) {
-  return guarded("p.json", [&]() -> Check {
+  return guarded("p.json", data, [&]() -> Check {
     verify_small(parse_json(std::string(data), "p.json"));
     return std::nullopt;
   });
 }
 
-Check analyze_file(const fs::path& path, const std::string& where) {
-  return guarded(where, [&]() -> Check {
+Check analyze_file(const fs::path& path, const std::string& where, std::string_view input) {
+  return guarded(where, input, [&]() -> Check {
     const analyze::AnalysisResult r = analyze::analyze_paths({path.string()});
     return check_numbers(nlohmann::json::parse(r.to_json()), "");
   });
@@ -162,7 +164,7 @@ std::string gzip(std::string_view data) {
 // Chrome-trace JSON: Kineto, Ascend trace_view and ppstream's own trace share this reader.
 Check chrome_json(std::string_view data) {
   scratch().clear();
-  return analyze_file(scratch().write("trace.json", data), "trace.json");
+  return analyze_file(scratch().write("trace.json", data), "trace.json", data);
 }
 
 // The first byte chooses: the data gzipped by us (reaches the JSON reader) or raw bytes as .gz.
@@ -171,18 +173,19 @@ Check chrome_json_gz(std::string_view data) {
   scratch().clear();
   const bool raw = data[0] & 1;
   data.remove_prefix(1);
-  return analyze_file(scratch().write("trace.json.gz", raw ? std::string(data) : gzip(data)), "trace.json.gz");
+  return analyze_file(scratch().write("trace.json.gz", raw ? std::string(data) : gzip(data)), "trace.json.gz", data);
 }
 
 Check csv(std::string_view data) {
   scratch().clear();
-  return analyze_file(scratch().write("step_trace_time.csv", data), "step_trace_time.csv");
+  return analyze_file(scratch().write("step_trace_time.csv", data), "step_trace_time.csv", data);
 }
 
 // An Ascend profiler directory; the input holds its files separated by "\n@@@@\n":
 // profiler_info_0.json, trace_view.json, communication.json, communication_matrix.json,
 // step_trace_time.csv (missing parts: no such file).
 Check ascend_dir(std::string_view data) {
+  const std::string_view whole = data;
   static const char* kFiles[] = {"profiler_info_0.json", "ASCEND_PROFILER_OUTPUT/trace_view.json",
                                  "ASCEND_PROFILER_OUTPUT/communication.json",
                                  "ASCEND_PROFILER_OUTPUT/communication_matrix.json",
@@ -196,7 +199,7 @@ Check ascend_dir(std::string_view data) {
     if (sep == std::string_view::npos) break;
     data.remove_prefix(sep + 6);
   }
-  return analyze_file(scratch().dir / root, root);
+  return analyze_file(scratch().dir / root, root, whole);
 }
 
 }  // namespace

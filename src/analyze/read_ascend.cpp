@@ -112,7 +112,9 @@ void read_communication_json(const std::string& path, TraceSet& set) {
   try {
     j = nlohmann::json::parse(in);
   } catch (const nlohmann::json::parse_error& e) {
-    throw TraceError(fmt::format("{}: byte {}: malformed JSON: {}", path, e.byte, e.what()));
+    std::string what = e.what();  // drop nlohmann's "[json.exception.parse_error.101] " id
+    if (const auto close = what.find("] "); close != std::string::npos) what.erase(0, close + 2);
+    throw TraceError(fmt::format("{}: byte {}: malformed JSON: {}", path, e.byte, what));
   }
   try {
     for (auto& [k1, v1] : j.items()) {
