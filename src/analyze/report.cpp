@@ -101,8 +101,8 @@ std::string AnalysisResult::to_json() const {
   j["comm_ops"] = co;
   json pm = json::array();
   for (const auto& m : producer_metrics) {  // a malformed object would dump as "<discarded>": leave it out
-    json v = json::parse(m, nullptr, false);
-    if (!v.is_discarded()) pm.push_back(std::move(v));
+    json parsed = json::parse(m, nullptr, false);
+    if (!parsed.is_discarded()) pm.push_back(std::move(parsed));
   }
   j["producer_metrics"] = pm;
   j["notes"] = notes;
