@@ -1,7 +1,9 @@
 // yaml_syntax_error: one pass of libfyaml's event parser over the text (see yaml_guard.h).
 #include "config/yaml_guard.h"
 
+#include <algorithm>
 #include <memory>
+#include <string>
 
 #include <libfyaml.h>
 
@@ -23,9 +25,35 @@ std::optional<YamlSyntaxError> first_error(fy_diag* diag) {
   return std::nullopt;
 }
 
+// Offset of the first byte that does not start or continue a well-formed UTF-8 sequence (no
+// overlongs, surrogates or code points above U+10FFFF), or npos.
+size_t first_invalid_utf8(std::string_view t) {
+  const auto* b = reinterpret_cast<const unsigned char*>(t.data());
+  for (size_t i = 0; i < t.size();) {
+    const unsigned c = b[i];
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > t.size() || (n == 2 && c < 0xC2)) return i;
+    for (size_t k = 1; k < n; ++k)
+      if ((b[i + k] & 0xC0) != 0x80) return i;
+    if (n == 3 && ((c == 0xE0 && b[i + 1] < 0xA0) || (c == 0xED && b[i + 1] >= 0xA0))) return i;
+    if (n == 4 && ((c == 0xF0 && b[i + 1] < 0x90) || c > 0xF4 || (c == 0xF4 && b[i + 1] >= 0x90))) return i;
+    i += n;
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace
 
 std::optional<YamlSyntaxError> yaml_syntax_error(std::string_view text) {
+  // YAML is UTF-8 here; libfyaml 0.7.12 loops forever on a directive holding invalid UTF-8
+  // ("%\xff"), so bad bytes are refused before it sees them.
+  if (const size_t bad = first_invalid_utf8(text); bad != std::string_view::npos) {
+    const std::string_view head = text.substr(0, bad);
+    const size_t nl = head.rfind('\n');
+    const int line = 1 + static_cast<int>(std::count(head.begin(), head.end(), '\n'));
+    const int column = 1 + static_cast<int>(nl == std::string_view::npos ? bad : bad - nl - 1);
+    return YamlSyntaxError{line, column, "invalid UTF-8 (byte " + std::to_string(bad) + ")"};
+  }
   fy_diag_cfg dcfg;
   fy_diag_cfg_default(&dcfg);
   dcfg.fp = nullptr;

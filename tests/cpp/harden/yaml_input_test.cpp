@@ -56,3 +56,24 @@ TEST(HardenYaml, GuardAcceptsWellFormedText) {
 
 }  // namespace
 }  // namespace ppstream
+
+namespace ppstream {
+namespace {
+
+TEST(HardenYaml, InvalidUtf8IsRefusedBeforeLibfyaml) {
+  // libfyaml 0.7.12 loops forever on a directive holding invalid UTF-8 (found by set_override).
+  const auto e = config_detail::yaml_syntax_error("a: 1\n%\xff" "d\n");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->line, 2);
+  EXPECT_EQ(e->column, 2);
+  EXPECT_EQ(e->message, "invalid UTF-8 (byte 6)");
+  EXPECT_EQ(config_detail::yaml_syntax_error("a: \xc3\xa9\n"), std::nullopt);  // é is fine
+}
+
+TEST(HardenYaml, RuleAboutUnwrittenKeysNamesTheFile) {
+  EXPECT_EQ(load_error("pipeline_parallel_size: 4\n").rfind("config: t.yaml: no layers given", 0), 0u)
+      << load_error("pipeline_parallel_size: 4\n");
+}
+
+}  // namespace
+}  // namespace ppstream
