@@ -25,12 +25,14 @@ std::optional<YamlSyntaxError> first_error(fy_diag* diag) {
   return std::nullopt;
 }
 
-// Offset of the first byte that does not start or continue a well-formed UTF-8 sequence (no
-// overlongs, surrogates or code points above U+10FFFF), or npos.
+// Offset of the first byte that is a C0 control other than tab, LF, CR (a NUL ends libfyaml's
+// input early, and yaml-cpp then loops on what follows: "\0,") or does not start or continue a
+// well-formed UTF-8 sequence (no overlongs, surrogates or code points above U+10FFFF), or npos.
 size_t first_invalid_utf8(std::string_view t) {
   const auto* b = reinterpret_cast<const unsigned char*>(t.data());
   for (size_t i = 0; i < t.size();) {
     const unsigned c = b[i];
+    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return i;  // YAML forbids C0 controls (NUL: see below)
     size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
     if (n == 0 || i + n > t.size() || (n == 2 && c < 0xC2)) return i;
     for (size_t k = 1; k < n; ++k)
@@ -52,7 +54,10 @@ std::optional<YamlSyntaxError> yaml_syntax_error(std::string_view text) {
     const size_t nl = head.rfind('\n');
     const int line = 1 + static_cast<int>(std::count(head.begin(), head.end(), '\n'));
     const int column = 1 + static_cast<int>(nl == std::string_view::npos ? bad : bad - nl - 1);
-    return YamlSyntaxError{line, column, "invalid UTF-8 (byte " + std::to_string(bad) + ")"};
+    return YamlSyntaxError{line, column,
+                           (static_cast<unsigned char>(text[bad]) < 0x20 ? "a control character (byte "
+                                                                         : "invalid UTF-8 (byte ") +
+                               std::to_string(bad) + ")"};
   }
   fy_diag_cfg dcfg;
   fy_diag_cfg_default(&dcfg);
