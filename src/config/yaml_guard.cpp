@@ -78,7 +78,14 @@ std::optional<YamlSyntaxError> yaml_syntax_error(std::string_view text) {
                        : ev->type == FYET_SEQUENCE_START ? ev->sequence_start.anchor
                        : ev->type == FYET_MAPPING_START  ? ev->mapping_start.anchor
                                                          : nullptr;
-    if (ev->type == FYET_ALIAS || anchor) {
+    fy_token* tag = ev->type == FYET_SCALAR           ? ev->scalar.tag
+                    : ev->type == FYET_SEQUENCE_START ? ev->sequence_start.tag
+                    : ev->type == FYET_MAPPING_START  ? ev->mapping_start.tag
+                                                      : nullptr;
+    if (tag) {  // yaml-cpp 0.7 ends some tags earlier than libfyaml ("!a,b") and then loops on the rest
+      const fy_mark* m = fy_token_start_mark(tag);
+      alias = YamlSyntaxError{m ? m->line + 1 : 1, m ? m->column + 1 : 1, "tags (!name) are not supported in ppstream YAML"};
+    } else if (ev->type == FYET_ALIAS || anchor) {
       const fy_mark* m = anchor ? fy_token_start_mark(anchor) : fy_event_start_mark(ev);  // marks are 0-based
       alias = YamlSyntaxError{m ? m->line + 1 : 1, m ? m->column + 1 : 1,
                               ev->type == FYET_ALIAS ? "aliases (*name) are not supported in ppstream YAML"

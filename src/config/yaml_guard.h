@@ -3,7 +3,8 @@
 // reports the line and column of a syntax error. yaml-cpp 0.7 (Debian 12) is given only texts
 // that pass, because on some invalid ones (a lone `,`) it loops allocating without bound and on
 // deep nesting it recurses without limit. Anchors and aliases are refused: a config never needs
-// them and an alias tree expands exponentially when re-dumped. Invalid UTF-8 is refused before
+// them and an alias tree expands exponentially when re-dumped. Tags are refused too: yaml-cpp
+// ends some of them earlier than libfyaml and then loops on the rest. Invalid UTF-8 is refused before
 // libfyaml, which itself loops on a directive holding it. docs/config.md "YAML parsing".
 #pragma once
 
