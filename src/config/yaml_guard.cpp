@@ -26,13 +26,15 @@ std::optional<YamlSyntaxError> first_error(fy_diag* diag) {
 }
 
 // Offset of the first byte that is a C0 control other than tab, LF, CR (a NUL ends libfyaml's
-// input early, and yaml-cpp then loops on what follows: "\0,") or does not start or continue a
+// input early, and yaml-cpp then loops on what follows: "\0,"), a CR not followed by LF (a line
+// break to libfyaml but not to yaml-cpp, which then loops on a ',' it sees as a flow entry), or does not start or continue a
 // well-formed UTF-8 sequence (no overlongs, surrogates or code points above U+10FFFF), or npos.
 size_t first_invalid_utf8(std::string_view t) {
   const auto* b = reinterpret_cast<const unsigned char*>(t.data());
   for (size_t i = 0; i < t.size();) {
     const unsigned c = b[i];
     if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return i;  // YAML forbids C0 controls (NUL: see below)
+    if (c == '\r' && (i + 1 == t.size() || b[i + 1] != '\n')) return i;  // lone CR: the two libraries disagree
     size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
     if (n == 0 || i + n > t.size() || (n == 2 && c < 0xC2)) return i;
     for (size_t k = 1; k < n; ++k)
