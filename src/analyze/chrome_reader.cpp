@@ -35,7 +35,9 @@ void add(RankTimeline& tl, StringTable& strings, const RawEvent& ev, const Draft
 }
 
 void finish(RankTimeline& tl) {
-  std::sort(tl.slices.begin(), tl.slices.end(), [](const Slice& a, const Slice& b) {
+  // Stable: equal timestamps on a stream keep file order (a writer emits program order; zero-cost
+  // P2P batches share a timestamp and FIFO matching depends on their order).
+  std::stable_sort(tl.slices.begin(), tl.slices.end(), [](const Slice& a, const Slice& b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.stream < b.stream;
   });
   std::sort(tl.steps.begin(), tl.steps.end(),

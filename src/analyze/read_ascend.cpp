@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -93,8 +94,8 @@ void read_step_trace_csv(const std::string& path, const std::string& producer, T
         row.index = val;
       } else {
         auto v = to_double(val);
-        if (!v && !val.empty()) {
-          throw TraceError(fmt::format("{}: line {}: column '{}' = '{}'; expected a number (µs)",
+        if ((!v && !val.empty()) || (v && !(std::isfinite(*v) && *v >= 0))) {  // durations: finite, >= 0
+          throw TraceError(fmt::format("{}: line {}: column '{}' = '{}'; expected a number >= 0 (µs)",
                                        path, lineno, col, val));
         }
         if (v) row.values.emplace_back(col, *v);
@@ -105,6 +106,13 @@ void read_step_trace_csv(const std::string& path, const std::string& producer, T
   set.sources.push_back(path);
 }
 
+// nlohmann's what() without its "[json.exception.parse_error.101] " id (our errors say it).
+static std::string without_json_id(const char* what) {
+  std::string w = what;
+  if (const auto close = w.find("] "); w.rfind("[json.exception.", 0) == 0 && close != std::string::npos) w.erase(0, close + 2);
+  return w;
+}
+
 void read_communication_json(const std::string& path, TraceSet& set) {
   std::ifstream in(path);
   if (!in) throw TraceError(fmt::format("{}: cannot open file", path));
@@ -112,7 +120,7 @@ void read_communication_json(const std::string& path, TraceSet& set) {
   try {
     j = nlohmann::json::parse(in);
   } catch (const nlohmann::json::parse_error& e) {
-    throw TraceError(fmt::format("{}: byte {}: malformed JSON: {}", path, e.byte, e.what()));
+    throw TraceError(fmt::format("{}: byte {}: malformed JSON: {}", path, e.byte, without_json_id(e.what())));
   }
   try {
     for (auto& [k1, v1] : j.items()) {
@@ -137,7 +145,7 @@ void read_communication_json(const std::string& path, TraceSet& set) {
   } catch (const nlohmann::json::exception& e) {
     throw TraceError(fmt::format("{}: unexpected structure ({}); expected group/step/op/rank → "
                                  "\"Communication Time Info\" objects",
-                                 path, e.what()));
+                                 path, without_json_id(e.what())));
   }
   set.sources.push_back(path);
 }
@@ -153,7 +161,15 @@ void read_ascend_dir(const std::string& dir, TraceSet& set) {
   for (const auto& e : fs::directory_iterator(root)) {
     std::smatch m;
     std::string fname = e.path().filename().string();
-    if (std::regex_match(fname, m, kInfo)) rank = Rank(std::stoi(m[1].str()));
+    if (std::regex_match(fname, m, kInfo)) {  // checked: a bare stoi would throw "stoi" on 99999999999
+      int32_t r = 0;
+      const std::string digits = m[1].str();
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), r);
+      if (ec != std::errc() || end != digits.data() + digits.size())
+        throw TraceError(fmt::format("{}: rank {} in the file name is out of range (0..2147483647)",
+                                     e.path().string(), digits));
+      rank = Rank(r);
+    }
   }
   fs::path out = root / "ASCEND_PROFILER_OUTPUT";
   if (!fs::is_directory(out)) {

@@ -100,10 +100,13 @@ std::string AnalysisResult::to_json() const {
   }
   j["comm_ops"] = co;
   json pm = json::array();
-  for (const auto& m : producer_metrics) pm.push_back(json::parse(m, nullptr, false));
+  for (const auto& m : producer_metrics) {  // a malformed object would dump as "<discarded>": leave it out
+    json parsed = json::parse(m, nullptr, false);
+    if (!parsed.is_discarded()) pm.push_back(std::move(parsed));
+  }
   j["producer_metrics"] = pm;
   j["notes"] = notes;
-  return j.dump(2);
+  return j.dump(2, ' ', false, json::error_handler_t::replace);  // names from traces may not be UTF-8
 }
 
 std::string AnalysisResult::to_text() const {
@@ -179,7 +182,7 @@ std::string DiffResult::to_json() const {
     rows_j.push_back({{"scope", r.scope}, {"metric", r.metric}, {"baseline", opt(r.baseline)},
                       {"optimized", opt(r.optimized)}, {"change", opt(r.change)}, {"change_pct", opt(r.change_pct)}});
   }
-  return json{{"baseline_sources", baseline_sources}, {"optimized_sources", optimized_sources}, {"rows", rows_j}}.dump(2);
+  return json{{"baseline_sources", baseline_sources}, {"optimized_sources", optimized_sources}, {"rows", rows_j}}.dump(2, ' ', false, json::error_handler_t::replace);
 }
 
 std::string DiffResult::to_text() const {

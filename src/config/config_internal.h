@@ -21,7 +21,8 @@ class Locator {
   // "FILE:LINE" of a node, or "" when the node carries no position.
   std::string at(const YAML::Node& node) const;
   void remember(const std::string& key, const std::string& where) { where_[key] = where; }
-  // Position of `key`, else of the first of `fallbacks` that is known, else "".
+  // Position of `key`, else of the first of `fallbacks` that is known, else the file ("" when
+  // the config did not come from a file).
   std::string of(const std::string& key, const std::vector<std::string>& fallbacks = {}) const;
   bool from_yaml() const { return !origin_.empty(); }
 

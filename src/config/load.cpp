@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/yaml_guard.h"
 #include "config_internal.h"
 
 namespace ppstream::config_detail {
@@ -47,6 +48,8 @@ using namespace config_detail;
 
 PipelineConfig load_config_text(const std::string& yaml_text, const std::string& origin) {
   Locator loc(origin);
+  if (auto e = yaml_syntax_error(yaml_text))
+    fail(origin + ":" + std::to_string(e->line) + ":" + std::to_string(e->column), "invalid YAML: " + e->message);
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(yaml_text);

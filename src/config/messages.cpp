@@ -17,7 +17,7 @@ std::string Locator::of(const std::string& key, const std::vector<std::string>& 
   if (auto it = where_.find(key); it != where_.end()) return it->second;
   for (const auto& k : fallbacks)
     if (auto it = where_.find(k); it != where_.end()) return it->second;
-  return "";
+  return origin_;  // a rule about keys never written (e.g. no layers given) still names the file
 }
 
 void fail(const std::string& where, const std::string& message) {

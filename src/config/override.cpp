@@ -3,6 +3,7 @@
 // section's YAML text.
 #include <algorithm>
 
+#include "config/yaml_guard.h"
 #include "config_internal.h"
 
 namespace ppstream {
@@ -21,6 +22,8 @@ std::vector<std::string> split_dots(const std::string& key) {
 }
 
 YAML::Node parse_value(const std::string& key, const std::string& value) {
+  if (auto e = yaml_syntax_error(value))
+    fail("", key + "=" + value + ": not a YAML value (column " + std::to_string(e->column) + ": " + e->message + ")");
   try {
     return YAML::Load(value);
   } catch (const YAML::Exception& e) {

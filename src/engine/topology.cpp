@@ -6,6 +6,7 @@
 #include <limits>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -47,16 +48,20 @@ void check_ranks(const ProgramSet& set, Topology& t) {
 // Streams (ids in name order, so the tie-break key "stream name" is the id) and events.
 void index_streams_and_events(const ProgramSet& set, Topology& t) {
   std::vector<std::string_view> names;
+  std::unordered_set<std::string_view> seen;
   std::unordered_map<std::string_view, int32_t> events;
   for (size_t p = 0; p < set.programs.size(); ++p) {
     const auto& instrs = set.programs[p].instrs;
     names.clear();
+    seen.clear();
     for (const Instr& in : instrs)
-      if (std::find(names.begin(), names.end(), std::string_view(in.stream)) == names.end())
-        names.emplace_back(in.stream);
+      if (seen.insert(in.stream).second) names.emplace_back(in.stream);
     std::sort(names.begin(), names.end());
-    if (names.size() > std::numeric_limits<uint16_t>::max())
-      t.errors.push_back({i32(p), kNone, fmt::format("{} streams on one rank (at most 65535)", names.size())});
+    if (names.size() > kMaxStreamsPerRank)
+      t.errors.push_back({i32(p), kNone,
+                          fmt::format("{} streams on one rank; at most {} (the verifier keeps a clock per stream for "
+                                      "every instruction: docs/verify.md \"Limits\")",
+                                      names.size(), kMaxStreamsPerRank)});
     const int32_t sbase = t.stream_base.back();
     for (auto n : names) t.stream_names.emplace_back(n);
     t.stream_base.push_back(sbase + i32(names.size()));
@@ -288,6 +293,7 @@ Topology build_topology(const ProgramSet& set) {
   check_ranks(set, t);
   const bool ranks_ok = t.errors.empty();
   index_streams_and_events(set, t);
+  t.ranks_valid = t.errors.empty();
   pair_p2p(set, t);
   form_collectives(set, t, ranks_ok);
   return t;

@@ -13,6 +13,10 @@
 namespace ppstream::engine {
 
 inline constexpr int32_t kNone = -1;  // "no such id" inside flat tables (never in the IR)
+// Streams one rank may use. Compiled programs use at most five (compute, p2p or two p2p.E,
+// reduce, fsdp); the verifier's vector clocks take 4 bytes × streams per instruction, so the
+// cap bounds verify memory at 256 bytes per instruction (docs/verify.md "Limits").
+inline constexpr size_t kMaxStreamsPerRank = 64;
 
 // A problem that makes the set impossible to run (unknown peer, unsorted ranks, …).
 struct StructuralError {
@@ -68,6 +72,9 @@ struct CollectiveSlot {
 struct Topology {
   const ProgramSet* set = nullptr;
   std::vector<StructuralError> errors;  // non-empty: the engine must not run the set
+  // false when a rank-level error (world, rank order or range, pp_rank, stream count) is among
+  // `errors`: rank and stage arithmetic over the set is then undefined.
+  bool ranks_valid = true;
 
   // Instructions: global id g = instr_base[prog] + index.
   std::vector<int32_t> instr_base;      // size programs+1

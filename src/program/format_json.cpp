@@ -81,7 +81,9 @@ class Reader {
 
   void expect_object(const json& j, const std::string& path, std::initializer_list<const char*> keys) const {
     if (!j.is_object()) fail(path, "an object", &j);
-    for (const auto& [k, v] : j.items()) {
+    for (const auto& item : j.items()) {
+      const std::string& k = item.key();  // not a structured binding: clang 14 cannot capture one
+      const json& v = item.value();
       if (std::find_if(keys.begin(), keys.end(), [&](const char* a) { return k == a; }) == keys.end()) {
         std::string allowed;
         for (const char* a : keys) allowed += std::string(allowed.empty() ? "" : ", ") + a;
@@ -190,37 +192,44 @@ Instr read_instr(const Reader& rd, const json& j, const std::string& path, Rank 
   return in;
 }
 
-}  // namespace
-
-std::string to_json(const ProgramSet& set, int indent) {
-  ojson j;
-  j["format"] = kFormat;
-  const World& w = set.world;
-  j["world"] = ojson{{"pp", w.pp}, {"vpp", w.vpp}, {"shard", w.shard}, {"replicate", w.replicate},
-                     {"expanded", w.expanded}};
-  j["mode"] = to_string(set.mode);
-  j["policy"] = to_string(set.policy);
-  ojson programs = ojson::array();
-  for (const Program& p : set.programs) {
-    ojson instrs = ojson::array();
-    for (const Instr& i : p.instrs) instrs.push_back(instr_to_json(p.rank, i));
-    ojson pj;
-    pj["rank"] = p.rank.v;
-    pj["pp_rank"] = p.pp_rank;
-    pj["instrs"] = std::move(instrs);
-    programs.push_back(std::move(pj));
+// SAX handler that builds the DOM (nlohmann's own builder) but keeps the byte offset of a
+// failure: nlohmann reports a number overflow (`1e999`) as out_of_range.406 with no position.
+class LocatingSax : public nlohmann::json_sax<json> {
+ public:
+  explicit LocatingSax(json& root) : dom_(root, /*allow_exceptions=*/false) {}
+  bool null() override { return dom_.null(); }
+  bool boolean(bool v) override { return dom_.boolean(v); }
+  bool number_integer(number_integer_t v) override { return dom_.number_integer(v); }
+  bool number_unsigned(number_unsigned_t v) override { return dom_.number_unsigned(v); }
+  bool number_float(number_float_t v, const string_t& s) override { return dom_.number_float(v, s); }
+  bool string(string_t& v) override { return dom_.string(v); }
+  bool binary(binary_t& v) override { return dom_.binary(v); }
+  bool start_object(std::size_t n) override { return dom_.start_object(n); }
+  bool key(string_t& v) override { return dom_.key(v); }
+  bool end_object() override { return dom_.end_object(); }
+  bool start_array(std::size_t n) override { return dom_.start_array(n); }
+  bool end_array() override { return dom_.end_array(); }
+  bool parse_error(std::size_t byte, const std::string& token, const nlohmann::detail::exception& e) override {
+    byte_ = byte;
+    token_ = token.size() > 40 ? token.substr(0, 37) + "..." : token;
+    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 3: ...": keep the text after
+    // the bracketed id, which says what was expected.
+    std::string what = e.what();
+    if (auto close = what.find("] "); close != std::string::npos) what.erase(0, close + 2);
+    message_ = e.id == 406 ? "number out of range (finite double expected)" : what;
+    return false;
   }
-  j["programs"] = std::move(programs);
-  return j.dump(indent);
-}
-
-ProgramSet parse_json(const std::string& json_text, const std::string& origin) {
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw ParseError(origin + ": byte " + std::to_string(e.byte) + ": malformed JSON (" + e.what() + ")");
+  [[noreturn]] void fail(const std::string& origin) const {
+    throw ParseError(origin + ": byte " + std::to_string(byte_) + ": malformed JSON at '" + token_ + "': " + message_);
   }
+
+ private:
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  std::size_t byte_ = 0;
+  std::string token_, message_;
+};
+
+ProgramSet read_program_set(const json& root, const std::string& origin) {
   Reader rd(origin);
   const std::string top;  // the root's path is empty: errors read "world.pp", "programs[2]…"
   rd.expect_object(root, top, {"format", "world", "mode", "policy", "programs"});
@@ -273,6 +282,41 @@ ProgramSet parse_json(const std::string& json_text, const std::string& origin) {
     set.programs.push_back(std::move(p));
   }
   return set;
+}
+
+}  // namespace
+
+std::string to_json(const ProgramSet& set, int indent) {
+  ojson j;
+  j["format"] = kFormat;
+  const World& w = set.world;
+  j["world"] = ojson{{"pp", w.pp}, {"vpp", w.vpp}, {"shard", w.shard}, {"replicate", w.replicate},
+                     {"expanded", w.expanded}};
+  j["mode"] = to_string(set.mode);
+  j["policy"] = to_string(set.policy);
+  ojson programs = ojson::array();
+  for (const Program& p : set.programs) {
+    ojson instrs = ojson::array();
+    for (const Instr& i : p.instrs) instrs.push_back(instr_to_json(p.rank, i));
+    ojson pj;
+    pj["rank"] = p.rank.v;
+    pj["pp_rank"] = p.pp_rank;
+    pj["instrs"] = std::move(instrs);
+    programs.push_back(std::move(pj));
+  }
+  j["programs"] = std::move(programs);
+  return j.dump(indent);
+}
+
+ProgramSet parse_json(const std::string& json_text, const std::string& origin) {
+  json root;
+  LocatingSax sax(root);
+  if (!json::sax_parse(json_text, &sax)) sax.fail(origin);
+  try {
+    return read_program_set(root, origin);
+  } catch (const json::exception& e) {  // a reader bug, never expected: still name the file
+    throw ParseError(origin + ": unexpected JSON value (" + e.what() + ")");
+  }
 }
 
 }  // namespace ppstream

@@ -23,9 +23,15 @@ using namespace ppstream;
 
 namespace {
 
+// Python's overrides, like the CLI's --set, go through apply_overrides: applied together, then
+// validated once (pipeline_parallel_size and the layer strings can change together).
+void apply_all(PipelineConfig& cfg, const std::map<std::string, std::string>& overrides) {
+  if (!overrides.empty()) apply_overrides(cfg, {overrides.begin(), overrides.end()});
+}
+
 std::string compile_config(PipelineConfig cfg, const std::map<std::string, std::string>& overrides, bool expanded,
                            const std::string& platform) {
-  for (const auto& [k, v] : overrides) apply_override(cfg, k, v);
+  apply_all(cfg, overrides);
   LowerOptions lo;
   lo.expanded = expanded;
   const ProgramSet set = compile(cfg, lo);
@@ -63,7 +69,7 @@ PYBIND11_MODULE(_core, m) {
       "load_config",
       [](const std::string& path, const std::map<std::string, std::string>& overrides) {
         PipelineConfig cfg = load_config_file(path);
-        if (!overrides.empty()) apply_overrides(cfg, {overrides.begin(), overrides.end()});
+        apply_all(cfg, overrides);
         nlohmann::json j;
         j["pipeline_parallel_size"] = cfg.pipeline_parallel_size;
         j["pipeline_parallel_interleave_num"] = cfg.pipeline_parallel_interleave_num;
@@ -116,7 +122,7 @@ PYBIND11_MODULE(_core, m) {
          std::optional<uint64_t> seed, const std::string& trace, const std::string& svg,
          const std::map<std::string, std::string>& overrides) {
         PipelineConfig cfg = load_config_file(path);
-        for (const auto& [k, v] : overrides) apply_override(cfg, k, v);
+        apply_all(cfg, overrides);
         return sim::simulate_json(cfg, reduce_grad, cluster, trials, seed, trace, svg);
       },
       py::arg("config_path"), py::arg("reduce_grad") = "", py::arg("cluster") = false, py::arg("trials") = 1,

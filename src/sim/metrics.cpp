@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <stdexcept>
 
 #include "ppstream/program/format.h"
@@ -18,18 +20,6 @@ constexpr double kEps = 1e-6;  // ms; engine times are sums of the same doubles
 bool is_collective(OpKind k) { return k == OpKind::REDUCE_GRAD || k == OpKind::UNSHARD; }
 // Compute work on a compute stream (what the analyzer counts as compute too).
 bool is_work(OpKind k) { return is_compute(k) || k == OpKind::OPT_STEP; }
-
-// The instruction whose completion a RECORD marks: the last non-RECORD/RESHARD before it on its
-// stream (RESHARD is free and follows its REDUCE_GRAD).
-std::optional<size_t> recorded_work(const Program& p, size_t record) {
-  for (size_t k = record; k-- > 0;) {
-    const Instr& i = p.instrs[k];
-    if (i.stream != p.instrs[record].stream) continue;
-    if (i.op == OpKind::RECORD || i.op == OpKind::RESHARD) continue;
-    return k;
-  }
-  return std::nullopt;
-}
 
 WaitKind kind_of(OpKind k) {
   switch (k) {
@@ -62,26 +52,58 @@ double intersection(const std::vector<std::pair<double, double>>& a, std::vector
   return total;
 }
 
+// Per-program lookups the critical-path walk and the wait attribution need, built once in
+// O(n log n) so that the walk is linear in the path (was a scan of the program per step).
+struct ProgramIndex {
+  std::vector<int32_t> prev_on_stream;                   // previous instruction on the same stream, or -1
+  std::unordered_map<std::string_view, size_t> record;   // event → first RECORD
+  std::vector<std::pair<P2POp, size_t>> batch_of_op;     // (op, BATCH holding it), sorted
+
+  explicit ProgramIndex(const Program& prog) {
+    prev_on_stream.assign(prog.instrs.size(), -1);
+    std::unordered_map<std::string_view, int32_t> last;
+    for (size_t k = 0; k < prog.instrs.size(); ++k) {
+      const Instr& i = prog.instrs[k];
+      auto [it, fresh] = last.emplace(i.stream, static_cast<int32_t>(k));
+      if (!fresh) prev_on_stream[k] = std::exchange(it->second, static_cast<int32_t>(k));
+      if (i.op == OpKind::RECORD) record.emplace(i.event, k);
+      for (const P2POp& op : i.p2p) batch_of_op.emplace_back(op, k);
+    }
+    std::stable_sort(batch_of_op.begin(), batch_of_op.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+  }
+  std::optional<size_t> prev(size_t k) const {
+    return prev_on_stream[k] < 0 ? std::nullopt : std::optional<size_t>(static_cast<size_t>(prev_on_stream[k]));
+  }
+  std::optional<size_t> record_of(const std::string& event) const {
+    auto it = record.find(event);
+    return it == record.end() ? std::nullopt : std::optional<size_t>(it->second);
+  }
+  // The instruction whose completion a RECORD marks: the last non-RECORD/RESHARD before it on
+  // its stream (RESHARD is free and follows its REDUCE_GRAD).
+  std::optional<size_t> recorded_work(const Program& p, size_t record_k) const {
+    for (auto k = prev(record_k); k; k = prev(*k)) {
+      const OpKind op = p.instrs[*k].op;
+      if (op != OpKind::RECORD && op != OpKind::RESHARD) return k;
+    }
+    return std::nullopt;
+  }
+};
+
+std::vector<ProgramIndex> index_programs(const ProgramSet& set) {
+  std::vector<ProgramIndex> out;
+  out.reserve(set.programs.size());
+  for (const Program& p : set.programs) out.emplace_back(p);
+  return out;
+}
+
 struct Walker {
   const ProgramSet& set;
   const EngineResult& run;
   const CostModel& cost;
+  const std::vector<ProgramIndex>& index;
 
   const InstrTiming& t(size_t p, size_t k) const { return run.timing[p][k]; }
-
-  std::optional<size_t> prev_on_stream(size_t p, size_t k) const {
-    const Program& prog = set.programs[p];
-    for (size_t j = k; j-- > 0;)
-      if (prog.instrs[j].stream == prog.instrs[k].stream) return j;
-    return std::nullopt;
-  }
-
-  std::optional<size_t> record_of(size_t p, const std::string& event) const {
-    const Program& prog = set.programs[p];
-    for (size_t j = 0; j < prog.instrs.size(); ++j)
-      if (prog.instrs[j].op == OpKind::RECORD && prog.instrs[j].event == event) return j;
-    return std::nullopt;
-  }
 
   // The peer batch holding the mirror of one of this batch's ops that was posted at `matched`.
   std::optional<std::pair<size_t, size_t>> mirror_batch(size_t p, size_t k, double matched) const {
@@ -89,12 +111,10 @@ struct Walker {
     for (const P2POp& op : prog.instrs[k].p2p) {
       const size_t q = program_index(set, op.peer);
       const P2POp want = mirror_of(op, prog.rank);
-      const Program& peer = set.programs[q];
-      for (size_t j = 0; j < peer.instrs.size(); ++j) {
-        const Instr& i = peer.instrs[j];
-        if (i.op != OpKind::BATCH || std::find(i.p2p.begin(), i.p2p.end(), want) == i.p2p.end()) continue;
-        if (std::abs(t(q, j).start_ms - matched) < kEps) return std::pair{q, j};
-      }
+      const auto& ops = index[q].batch_of_op;
+      auto it = std::lower_bound(ops.begin(), ops.end(), want, [](const auto& x, const P2POp& w) { return x.first < w; });
+      for (; it != ops.end() && it->first == want; ++it)
+        if (std::abs(t(q, it->second).start_ms - matched) < kEps) return std::pair{q, it->second};
     }
     return std::nullopt;
   }
@@ -107,7 +127,9 @@ struct Walker {
       for (size_t b = 0; b < set.programs[a].instrs.size(); ++b)
         if (t(a, b).end_ms > best + kEps) best = t(a, b).end_ms, p = a, k = b;
     std::vector<CriticalStep> path;
-    for (size_t guard = 0; guard < 1000000; ++guard) {
+    size_t total = 0;  // each step moves to an instruction that ends no later: at most one visit each
+    for (const Program& q : set.programs) total += q.instrs.size();
+    for (size_t guard = 0; guard <= total; ++guard) {
       const Program& prog = set.programs[p];
       const Instr& i = prog.instrs[k];
       const InstrTiming& ti = t(p, k);
@@ -127,13 +149,13 @@ struct Walker {
         const double late = ti.end_ms - cost.collective_ms(prog, i) - ti.start_ms;
         if (late > kEps) straggler = fmt::format("; slowest member {:.3f} ms late", late);
       } else if (i.op == OpKind::WAIT && ti.start_ms > ti.ready_ms + kEps) {
-        if (auto rec = record_of(p, i.event)) {
+        if (auto rec = index[p].record_of(i.event)) {
           next = std::pair{p, *rec};
           step.via = "event " + i.event;
         }
       }
       if (!next) {
-        const auto prev = prev_on_stream(p, k);
+        const auto prev = index[p].prev(k);
         if (prev && std::abs(t(p, *prev).end_ms - ti.ready_ms) < kEps && ti.ready_ms > kEps) {
           next = std::pair{p, *prev};
           step.via = "stream order";
@@ -175,6 +197,7 @@ SimMetrics compute_metrics(const ProgramSet& set, const EngineResult& run, const
   if (!run.completed) throw std::invalid_argument("simulate: the step did not complete:\n" + format_deadlock(set, run));
   SimMetrics m;
   m.step_time_ms = run.makespan_ms;
+  const std::vector<ProgramIndex> index = index_programs(set);
   double comm_total = 0, overlap_total = 0;
   for (size_t p = 0; p < set.programs.size(); ++p) {
     const Program& prog = set.programs[p];
@@ -183,9 +206,7 @@ SimMetrics compute_metrics(const ProgramSet& set, const EngineResult& run, const
     rm.rank = prog.rank;
     rm.pp_rank = prog.pp_rank;
     std::vector<std::pair<double, double>> compute, reduce;
-    std::map<std::string, size_t> records;
-    for (size_t k = 0; k < prog.instrs.size(); ++k)
-      if (prog.instrs[k].op == OpKind::RECORD) records[prog.instrs[k].event] = k;
+    const ProgramIndex& pix = index[p];
     for (size_t k = 0; k < prog.instrs.size(); ++k) {
       const Instr& i = prog.instrs[k];
       const InstrTiming& ti = run.timing[p][k];
@@ -208,8 +229,8 @@ SimMetrics compute_metrics(const ProgramSet& set, const EngineResult& run, const
       } else if (i.op == OpKind::WAIT) {
         w = StreamWait{prog.rank, i.stream, static_cast<int32_t>(k), to_text(i), i.event, WaitKind::OTHER,
                        ti.ready_ms, ti.start_ms, "", std::nullopt};
-        if (auto rec = records.find(i.event); rec != records.end())
-          if (auto work = recorded_work(prog, rec->second)) {
+        if (auto rec = pix.record_of(i.event))
+          if (auto work = pix.recorded_work(prog, *rec)) {
             const Instr& c = prog.instrs[*work];
             w->kind = kind_of(c.op);
             w->cause = to_text(c);
@@ -236,7 +257,7 @@ SimMetrics compute_metrics(const ProgramSet& set, const EngineResult& run, const
   if (!m.ranks.empty()) m.bubble_ratio /= static_cast<double>(m.ranks.size());
   if (m.ideal_compute_ms > 0) m.bubble_over_ideal = (m.step_time_ms - m.ideal_compute_ms) / m.ideal_compute_ms;
   if (comm_total > 0) m.reduce_overlap_ratio = overlap_total / comm_total;
-  m.critical_path = Walker{set, run, cost}.walk();
+  m.critical_path = Walker{set, run, cost, index}.walk();
   return m;
 }
 

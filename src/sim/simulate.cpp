@@ -28,9 +28,14 @@ Intervals merged(Intervals v) {
   return out;
 }
 
+// Length of `a` covered by `sorted` (disjoint, sorted): binary search to the first interval
+// ending after a's start, so that all transfers of a rank cost O(n log n).
 double overlap(std::pair<double, double> a, const Intervals& sorted) {
   double total = 0;
-  for (auto [s, e] : sorted) total += std::max(0.0, std::min(a.second, e) - std::max(a.first, s));
+  auto it = std::lower_bound(sorted.begin(), sorted.end(), a.first,
+                             [](const std::pair<double, double>& iv, double x) { return iv.second < x; });
+  for (; it != sorted.end() && it->first < a.second; ++it)
+    total += std::max(0.0, std::min(a.second, it->second) - std::max(a.first, it->first));
   return total;
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "config/yaml_guard.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -39,6 +41,8 @@ void fail(const std::string& section, const std::string& key, const YAML::Node& 
 }
 
 YAML::Node load_section(const std::string& section, const std::string& text) {
+  if (auto e = config_detail::yaml_syntax_error(text))
+    throw ConfigError(fmt::format("config: {}: line {}: {}", section, e->line, e->message));
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -52,7 +56,8 @@ YAML::Node load_section(const std::string& section, const std::string& text) {
 
 void check_keys(const std::string& section, const YAML::Node& map, const std::vector<std::string>& allowed) {
   for (const auto& kv : map) {
-    const std::string key = kv.first.as<std::string>();
+    if (!kv.first.IsScalar()) fail(section, "", kv.first, "a key name");
+    const std::string key = kv.first.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
     std::string best;
     size_t best_d = 4;

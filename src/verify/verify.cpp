@@ -65,7 +65,10 @@ std::vector<Violation> verify(const ProgramSet& set, const VerifyOptions& opts) 
   Report rep(set, opts, out);
   const engine::Topology topo = engine::build_topology(set);
   check_structure(topo, rep);
-  if (world_size_error(set.world)) return out;  // nothing else is defined (reported as structure)
+  // A rank-level structure error (world sizes, a rank outside the world or out of order, a wrong
+  // pp_rank, too many streams) leaves the static rules' rank and stage arithmetic undefined
+  // (e.g. `pp_rank + c * pp` for r2147483647): only `structure` is reported for such a set.
+  if (world_size_error(set.world) || !topo.ranks_valid) return out;
   if (topo.errors.empty()) check_deadlock(topo, opts.platforms, rep);
   check_p2p_fifo(topo, rep);
   check_batch_shape(topo, rep);

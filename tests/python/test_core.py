@@ -90,3 +90,17 @@ def test_simulate_seed_shows_the_474ms_wait_only_inline():
     assert r1["async_ms"] <= 1.0
     assert cmp["step_time_ms"]["async"] < cmp["step_time_ms"]["inline"]
     assert cmp["reduce_overlap_ratio"]["async"] > cmp["reduce_overlap_ratio"]["inline"]
+
+
+def test_overrides_apply_together_as_the_cli_set():
+    # Issue 13: compile_text applied overrides one key at a time, so pp=4 failed against the
+    # base's two layer strings before the new four were set. They must apply together.
+    base = (
+        "pipeline_parallel_size: 2\nmicro_batch_num: 4\nnum_layers: 4\n"
+        "pipeline_parallel_layers_per_stage: ['0-1', '2-3']\n"
+    )
+    overrides = {"pipeline_parallel_size": "4", "pipeline_parallel_layers_per_stage": "0-0;1-1;2-2;3-3"}
+    data = json.loads(ppstream.compile_text(base, overrides=overrides))
+    assert [p["rank"] for p in data["programs"]] == [0, 1, 2, 3]
+    with pytest.raises(ppstream.ConfigError, match="pipeline_parallel_layers_per_stage"):
+        ppstream.compile_text(base, overrides={"pipeline_parallel_size": "4"})

@@ -129,7 +129,23 @@ TEST(FormatJson, DocumentLevelErrors) {
   EXPECT_EQ(json_error(mismatch), "bad.json: policy: expected \"none\" with mode none, got \"async\"");
   std::string malformed = json_error(R"({"format": )");
   // 11 characters, then the end of input: nlohmann reports it at byte 12 (1-based).
-  EXPECT_EQ(malformed.rfind("bad.json: byte 12: malformed JSON (", 0), 0u) << malformed;
+  EXPECT_EQ(malformed.rfind("bad.json: byte 12: malformed JSON at '", 0), 0u) << malformed;
+  EXPECT_EQ(malformed.find("json.exception"), std::string::npos) << malformed;
+}
+
+TEST(FormatJson, NumberOverflowIsALocatedError) {
+  // Was nlohmann's bare "[json.exception.out_of_range.406] number overflow parsing '1e999'".
+  const std::string ok_instr = R"({"stream":"compute","op":"OPT_STEP"})";
+  std::string doc = doc_with(ok_instr);
+  const size_t at = doc.find(R"("pp":)") + 5;
+  doc.replace(at, 1, "1e999");
+  EXPECT_EQ(json_error(doc), "bad.json: byte " + std::to_string(at + 5) +
+                                 ": malformed JSON at '1e999': number out of range (finite double expected)");
+  EXPECT_EQ(json_error(R"({"format":-1e999})"),
+            "bad.json: byte 16: malformed JSON at '-1e999': number out of range (finite double expected)");
+  // A large integer is not an overflow of the parser: it is reported as an out-of-range value.
+  EXPECT_EQ(json_error(doc_with(ok_instr, R"({"pp":99999999999999999999,"vpp":1,"shard":1,"replicate":1,"expanded":false})")),
+            "bad.json: world.pp: expected an integer >= 1, got 1e+20");
 }
 
 }  // namespace

@@ -1,0 +1,112 @@
+// Scaling of simulate and verify with program size: wall time and peak RSS per size, each
+// measured in its own child process (peak RSS is per process), and the fitted exponent k of
+// time ~ n^k (least squares on log-log). Issue 12: simulate must stay near M·log M in
+// micro_batch_num (seed-300b-moe, up to 65,536) and verify bounded on 16 ranks × 100k
+// instructions. Not a Google Benchmark: one run per size is the measurement.
+//   bench_scaling            all tables;   bench_scaling sim | verify   one of them
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ppstream/config/config.h"
+#include "ppstream/lower/lower.h"
+#include "ppstream/sim/simulate.h"
+#include "ppstream/verify/verify.h"
+
+namespace {
+
+using namespace ppstream;
+
+struct Sample {
+  double n = 0, seconds = 0, cpu_seconds = 0, rss_mib = 0;  // wall, user + sys, peak RSS
+};
+
+// Runs `work` in a child; returns its wall time (measured in the child) and peak RSS.
+Sample measure(double n, const std::function<void()>& work) {
+  int fd[2];
+  if (pipe(fd) != 0) return {n, NAN, NAN, NAN};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    const auto t0 = std::chrono::steady_clock::now();
+    work();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    (void)!write(fd[1], &s, sizeof s);
+    _exit(0);
+  }
+  close(fd[1]);
+  double s = NAN;
+  if (read(fd[0], &s, sizeof s) != sizeof s) s = NAN;
+  close(fd[0]);
+  int status = 0;
+  rusage u{};
+  wait4(pid, &status, 0, &u);
+  const double cpu = static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+                     static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+  return {n, s, cpu, static_cast<double>(u.ru_maxrss) / 1024.0};
+}
+
+// Least-squares slope of log(time) over log(n); `cpu`: user + sys time (robust on a loaded
+// machine), else wall time.
+double exponent(const std::vector<Sample>& v, bool cpu) {
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const Sample& s : v) {
+    const double x = std::log(s.n), y = std::log(cpu ? s.cpu_seconds : s.seconds);
+    sx += x, sy += y, sxx += x * x, sxy += x * y;
+  }
+  const double k = static_cast<double>(v.size());
+  return (k * sxy - sx * sy) / (k * sxx - sx * sx);
+}
+
+void print(const char* title, const char* n_name, const std::vector<Sample>& v) {
+  std::printf("%s\n%12s %10s %10s %12s\n", title, n_name, "wall_s", "cpu_s", "peak_rss_mib");
+  for (const Sample& s : v) std::printf("%12.0f %10.3f %10.3f %12.1f\n", s.n, s.seconds, s.cpu_seconds, s.rss_mib);
+  std::printf("fitted exponent (time ~ n^k): k = %.2f on cpu_s, %.2f on wall_s\n\n", exponent(v, true),
+              exponent(v, false));
+}
+
+void bench_sim() {
+  const PipelineConfig base = load_config_file(std::string(PPSTREAM_SOURCE_DIR) + "/examples/seed-300b-moe.yaml");
+  std::vector<Sample> v;
+  for (int m = 1024; m <= 65536; m *= 2)
+    v.push_back(measure(m, [&] {
+      PipelineConfig cfg = base;
+      apply_overrides(cfg, {{"micro_batch_num", std::to_string(m)}});
+      sim::simulate(cfg, sim::SimOptions{});
+    }));
+  print("simulate seed-300b-moe.yaml --set micro_batch_num=M (compile + verify + engine + metrics)", "M", v);
+}
+
+void bench_verify() {
+  // 16 PP ranks, 1F1B, no DP: about 6 instructions per microbatch and rank (F, B, two batches,
+  // events); M is chosen for 12.5k .. 100k instructions per rank.
+  std::vector<Sample> v;
+  for (int m : {2048, 4096, 8192, 16384}) {
+    PipelineConfig cfg = load_config_text("pipeline_parallel_size: 16\nnum_layers: 16\nmicro_batch_num: " +
+                                          std::to_string(m) + "\n", "bench.yaml");
+    LowerOptions lo;
+    lo.verify_each_pass = false;
+    const ProgramSet set = compile(cfg, lo);
+    size_t per_rank = 0;
+    for (const Program& p : set.programs) per_rank = std::max(per_rank, p.instrs.size());
+    v.push_back(measure(static_cast<double>(per_rank), [&] { verify(set); }));
+  }
+  print("verify, 16 ranks (pp=16, 1f1b): n = instructions per rank (set compiled in the parent)", "instr/rank", v);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string which = argc > 1 ? argv[1] : "all";
+  if (which == "all" || which == "sim") bench_sim();
+  if (which == "all" || which == "verify") bench_verify();
+  return 0;
+}
