@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <limits>
 #include <regex>
 
 #include "chrome_reader.h"
@@ -36,6 +37,39 @@ std::optional<double> to_double(const std::string& s) {
   double v = std::strtod(s.c_str(), &end);
   if (end != s.c_str() + s.size()) return std::nullopt;
   return v;
+}
+
+std::optional<int64_t> to_int(const std::string& s) {
+  int64_t v = 0;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || r.ec != std::errc{} || r.ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+nlohmann::json parse_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw TraceError(fmt::format("{}: cannot open file", path));
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw TraceError(fmt::format("{}: malformed JSON: {}", path, e.what()));
+  }
+}
+
+// The rank a file name in `dir` carries (the regex's first group), if any file matches.
+std::optional<Rank> rank_from_file_name(const fs::path& dir, const std::regex& re) {
+  std::optional<Rank> rank;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::smatch m;
+    const std::string fname = e.path().filename().string();
+    if (!std::regex_match(fname, m, re)) continue;
+    auto r = to_int(m[1].str());
+    if (!r || *r > std::numeric_limits<int32_t>::max()) {
+      throw TraceError(fmt::format("{}: rank '{}' in the file name; expected 0..2147483647", e.path().string(), m[1].str()));
+    }
+    rank = Rank(static_cast<int32_t>(*r));
+  }
+  return rank;
 }
 
 void read_comm_info(const nlohmann::json& info, CommOpRecord& rec) {
@@ -106,14 +140,7 @@ void read_step_trace_csv(const std::string& path, const std::string& producer, T
 }
 
 void read_communication_json(const std::string& path, TraceSet& set) {
-  std::ifstream in(path);
-  if (!in) throw TraceError(fmt::format("{}: cannot open file", path));
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw TraceError(fmt::format("{}: byte {}: malformed JSON: {}", path, e.byte, e.what()));
-  }
+  nlohmann::json j = parse_json_file(path);
   try {
     for (auto& [k1, v1] : j.items()) {
       bool cluster = !k1.empty() && k1.front() == '(';
@@ -142,19 +169,57 @@ void read_communication_json(const std::string& path, TraceSet& set) {
   set.sources.push_back(path);
 }
 
+void read_communication_matrix(const std::string& path, std::optional<Rank> rank, TraceSet& set) {
+  nlohmann::json j = parse_json_file(path);
+  try {
+    for (auto& [step, kinds] : j.items()) {
+      for (auto& [kind, ops] : kinds.items()) {
+        for (auto& [op, links] : ops.items()) {
+          if (op == "Total Op Info") continue;
+          for (auto& [link, info] : links.items()) {
+            CommLinkRecord rec;
+            rec.source = path;
+            rec.rank = rank ? std::to_string(rank->v) : "";
+            rec.step = step;
+            rec.kind = kind;
+            rec.op = op;
+            const auto dash = link.find('-');
+            const auto src = dash == std::string::npos ? std::nullopt : to_int(link.substr(0, dash));
+            const auto dst = dash == std::string::npos ? std::nullopt : to_int(link.substr(dash + 1));
+            if (!src || !dst) {
+              throw TraceError(fmt::format("{}: {} → {} → {}: link '{}'; expected \"src-dst\" ranks", path, step,
+                                           kind, op, link));
+            }
+            rec.src = *src;
+            rec.dst = *dst;
+            rec.transport = info.value("Transport Type", "");
+            rec.size_mb = info.value("Transit Size(MB)", 0.0);
+            rec.time_ms = info.value("Transit Time(ms)", 0.0);
+            rec.bandwidth_gbps = info.value("Bandwidth(GB/s)", 0.0);
+            set.comm_links.push_back(std::move(rec));
+          }
+        }
+      }
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw TraceError(fmt::format("{}: unexpected structure ({}); expected step → p2p|collective → op → "
+                                 "\"src-dst\" → link objects",
+                                 path, e.what()));
+  }
+  set.sources.push_back(path);
+}
+
 void read_ascend_dir(const std::string& dir, TraceSet& set) {
   fs::path root(dir);
   std::string name = root.filename().string();
   std::string producer = ends_with(name, "_ascend_pt")   ? "torch_npu"
                          : ends_with(name, "_ascend_ms") ? "MindSpore"
                                                          : "unknown";
-  std::optional<Rank> rank;
+  // profiler_info_<rank>.json; MindSpore on CPU writes none, its FRAMEWORK/cpu_framework_<rank>.txt names the rank.
   static const std::regex kInfo(R"(profiler_info_(\d+)\.json)");
-  for (const auto& e : fs::directory_iterator(root)) {
-    std::smatch m;
-    std::string fname = e.path().filename().string();
-    if (std::regex_match(fname, m, kInfo)) rank = Rank(std::stoi(m[1].str()));
-  }
+  static const std::regex kFramework(R"(cpu_framework_(\d+)\.txt)");
+  std::optional<Rank> rank = rank_from_file_name(root, kInfo);
+  if (!rank && fs::is_directory(root / "FRAMEWORK")) rank = rank_from_file_name(root / "FRAMEWORK", kFramework);
   fs::path out = root / "ASCEND_PROFILER_OUTPUT";
   if (!fs::is_directory(out)) {
     throw TraceError(fmt::format("{}: no ASCEND_PROFILER_OUTPUT directory; expected an Ascend "
@@ -162,14 +227,24 @@ void read_ascend_dir(const std::string& dir, TraceSet& set) {
                                  dir));
   }
   fs::path tv = out / "trace_view.json";
-  if (!fs::exists(tv)) throw TraceError(fmt::format("{}: missing; expected the Ascend timeline", tv.string()));
-  auto buf = detail::load_file(tv.string());
-  if (!rank) {
-    set.notes.push_back(fmt::format("{}: no profiler_info_<rank>.json; rank taken from the trace "
-                                    "or 0",
+  if (!fs::exists(tv) && fs::exists(out / "trace_view.json.gz")) tv = out / "trace_view.json.gz";
+  const bool summary = !fs::exists(out / "step_trace_time.csv") && !fs::exists(out / "communication.json");
+  if (fs::exists(tv)) {
+    auto buf = detail::load_file(tv.string());
+    if (!rank) {
+      set.notes.push_back(fmt::format("{}: no profiler_info_<rank>.json; rank taken from the trace or 0", dir));
+    }
+    detail::read_chrome_buffer(tv.string(), buf, set, detail::ChromeReadOptions{rank});
+  } else if (summary) {
+    throw TraceError(fmt::format("{}: no trace_view.json, step_trace_time.csv or communication.json; expected "
+                                 "an Ascend profiler output directory",
+                                 out.string()));
+  } else {
+    set.notes.push_back(fmt::format("{}: summary only (no trace_view.json): the producer's step-trace and "
+                                    "communication figures are reported; timeline figures (overlap, waits, "
+                                    "chains) need the timeline",
                                     dir));
   }
-  detail::read_chrome_buffer(tv.string(), buf, set, detail::ChromeReadOptions{rank});
   if (fs::exists(out / "step_trace_time.csv")) {
     read_step_trace_csv((out / "step_trace_time.csv").string(), producer, set);
     if (rank) {
@@ -181,7 +256,16 @@ void read_ascend_dir(const std::string& dir, TraceSet& set) {
       }
     }
   }
-  if (fs::exists(out / "communication.json")) read_communication_json((out / "communication.json").string(), set);
+  if (fs::exists(out / "communication.json")) {
+    const size_t before = set.comm_ops.size();
+    read_communication_json((out / "communication.json").string(), set);
+    for (size_t i = before; i < set.comm_ops.size(); ++i) {
+      if (set.comm_ops[i].rank.empty() && rank) set.comm_ops[i].rank = std::to_string(rank->v);
+    }
+  }
+  if (fs::exists(out / "communication_matrix.json")) {
+    read_communication_matrix((out / "communication_matrix.json").string(), rank, set);
+  }
 }
 
 }  // namespace ppstream::analyze

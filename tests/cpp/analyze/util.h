@@ -1,4 +1,4 @@
-// Test helpers: temp files and the shared sample paths.
+// Test helpers: temp files and the public sample paths (tests/data, see its NOTICE.md).
 #pragma once
 
 #include <filesystem>
@@ -9,7 +9,7 @@
 
 namespace ppstream::analyze::testing {
 
-inline std::string sample(const std::string& rel) { return std::string(PPSTREAM_SHARED_DIR) + "/traces/" + rel; }
+inline std::string sample(const std::string& rel) { return std::string(PPSTREAM_SOURCE_DIR) + "/tests/data/" + rel; }
 
 // A fresh directory under the system temp dir, unique per name and process: ctest runs tests
 // in parallel processes, and tests of one suite may share a name.
