@@ -114,7 +114,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--ppstream", default=os.path.join(here, "..", "build", "ppstream"))
-    ap.add_argument("--traces", default=os.path.join(here, "..", "..", "shared", "traces", "kineto"))
+    ap.add_argument("--traces", default=os.path.join(here, "..", "tests", "data", "kineto"))
     ap.add_argument("--bench", metavar="FILE")
     ap.add_argument("--emit-expected", metavar="FILE")
     ap.add_argument("--venv", default=os.path.expanduser("~/.cache/ppstream/hta-venv"))

@@ -6,6 +6,7 @@
 
 #include "chain.h"
 #include "intervals.h"
+#include "stragglers.h"
 #include "ppstream/analyze/analyze.h"
 #include "ppstream/analyze/readers.h"
 
@@ -313,6 +314,7 @@ AnalysisResult analyze(const TraceSet& set, const AnalyzeOptions& opts) {
             [](const P2PWait& a, const P2PWait& b) { return a.wait_ms > b.wait_ms; });
   if (waits.size() > 10) waits.resize(10);
   r.longest_pp_waits = std::move(waits);
+  detail::stragglers(set, opts.step, r);
   r.chains = detail::wait_chains(set, pairs, window.first, window.second, opts.chains, origin);
   return r;
 }

@@ -118,6 +118,24 @@ std::string AnalysisResult::to_json() const {
                   {"time_ms", c.time_ms}, {"bandwidth_gbps", c.bandwidth_gbps}});
   }
   j["comm_links"] = cl;
+  json sk = json::array();
+  for (const auto& x : skews) {
+    sk.push_back({{"group", x.group}, {"op", x.op}, {"ordinal", x.ordinal}, {"ranks", x.ranks},
+                  {"first_rank", x.first_rank.v}, {"last_rank", x.last_rank.v}, {"skew_ms", x.skew_ms}});
+  }
+  j["collective_skews"] = sk;
+  json sr = json::array();
+  for (const auto& x : slow_ranks) {
+    sr.push_back({{"group", x.group}, {"rank", x.rank.v}, {"instances", x.instances}, {"last", x.last},
+                  {"late_ms", x.late_ms}, {"caused_wait_ms", x.caused_wait_ms}});
+  }
+  j["slow_ranks"] = sr;
+  json sc = json::array();
+  for (const auto& x : straggler_chain) {
+    sc.push_back({{"waiter", x.waiter.v}, {"group", x.group}, {"op", x.op}, {"ordinal", x.ordinal},
+                  {"waited_for", x.waited_for.v}, {"wait_ms", x.wait_ms}});
+  }
+  j["straggler_chain"] = sc;
   json pm = json::array();
   for (const auto& m : producer_metrics) pm.push_back(json::parse(m, nullptr, false));
   j["producer_metrics"] = pm;
@@ -203,6 +221,26 @@ std::string AnalysisResult::to_text() const {
       out += fmt::format("  rank {:>5} {:<10} {}{}\n", l.rank.v, l.stream, l.reason,
                          l.what.empty() ? "" : fmt::format("  [{}]", l.what));
     }
+  }
+  if (!skews.empty()) {
+    out += "collective arrival skew (lag = longest duration − own duration; largest first):\n";
+    out += fmt::format("  {:<24} {:<40} {:>7} {:>6} {:>10} {:>10} {:>10}\n", "group", "op", "ordinal", "ranks", "first",
+                       "last", "skew_ms");
+    for (const auto& x : skews) {
+      out += fmt::format("  {:<24} {:<40} {:>7} {:>6} {:>10} {:>10} {:>10.3f}\n", x.group, x.op, x.ordinal, x.ranks,
+                         x.first_rank.v, x.last_rank.v, x.skew_ms);
+    }
+    out += "slow ranks per group:\n";
+    out += fmt::format("  {:<24} {:>6} {:>10} {:>6} {:>10} {:>15}\n", "group", "rank", "instances", "last", "late_ms",
+                       "caused_wait_ms");
+    for (const auto& x : slow_ranks) {
+      out += fmt::format("  {:<24} {:>6} {:>10} {:>6} {:>10.3f} {:>15.3f}\n", x.group, x.rank.v, x.instances, x.last,
+                         x.late_ms, x.caused_wait_ms);
+    }
+  }
+  for (const auto& x : straggler_chain) {
+    out += fmt::format("straggler chain: rank {} waited {:.3f} ms at {} (group {}, #{}) for rank {}\n", x.waiter.v,
+                       x.wait_ms, x.op, x.group, x.ordinal, x.waited_for.v);
   }
   if (!vendor.empty()) {
     out += "producer step-trace figures (theirs, ms; Bubble definitions differ by producer, see docs):\n";

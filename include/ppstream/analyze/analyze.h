@@ -115,6 +115,34 @@ struct WaitChain {
   std::vector<ChainLink> links;  // first: the wait itself; then cause after cause
 };
 
+// Stragglers (docs/analyze.md "Stragglers"). A collective completes on all members at about the
+// same time, so a member's arrival lag = (longest duration of the instance) − (its duration):
+// clock-free, valid on unsynchronised ranks.
+struct CollectiveSkew {
+  std::string group, op;   // op: the name on the first arriver
+  int64_t ordinal = 0;     // k-th collective of the group on each rank (the instance key)
+  size_t ranks = 0;        // members seen in the loaded traces
+  Rank first_rank, last_rank;
+  double skew_ms = 0;      // arrival of the last − arrival of the first (the first's wait)
+};
+struct SlowRank {
+  std::string group;
+  Rank rank;
+  int64_t instances = 0;   // instances of the group the rank is in
+  int64_t last = 0;        // instances where it arrived last
+  double late_ms = 0;      // Σ its arrival lag
+  double caused_wait_ms = 0;  // Σ skew of the instances where it was last
+};
+// "rank X waited at op Y for rank Z": Z's own lateness is then explained by the collective it
+// waited in just before, for its last arriver, and so on.
+struct StragglerLink {
+  Rank waiter;
+  std::string group, op;
+  int64_t ordinal = 0;
+  Rank waited_for;
+  double wait_ms = 0;
+};
+
 // A vendor figure reported beside ours, labelled with who computed it.
 struct VendorFigure {
   std::string source, producer, scope, column;
@@ -126,7 +154,10 @@ struct AnalysisResult {
   std::optional<int64_t> selected_step;
   StepMetrics total;               // the selected step, or the whole trace
   std::vector<StepMetrics> steps;  // per step when markers exist
-  std::optional<StepMetrics> hta_window;  // all steps but the last (HTA's default), ≥ 2 steps
+  std::optional<StepMetrics> hta_window;
+  std::vector<CollectiveSkew> skews;        // the 10 instances with the largest arrival skew
+  std::vector<SlowRank> slow_ranks;         // per group and rank, by caused_wait_ms
+  std::vector<StragglerLink> straggler_chain;  // from the largest skew back across ranks  // all steps but the last (HTA's default), ≥ 2 steps
   int64_t dropped_events = 0;       // events dropped for an out-of-bounds duration (see notes)
   std::vector<CommLinkRecord> comm_links;
   std::vector<P2PWait> longest_pp_waits;  // top 10
