@@ -47,6 +47,8 @@ void read_args(ond::object args, RawArgs& a) {
     else if (key == "Stream Id") a.stream_id = as_int(v);
     else if (key == "Task Type") a.task_type = str_or_empty(v);
     else if (key == "type") a.op_type = str_or_empty(v);
+    else if (key == "data_type") a.data_type = str_or_empty(v);
+    else if (key == "count") a.count = as_int(v);
     else if (key == "Collective name") a.collective = str_or_empty(v);
     else if (key == "Process Group Name") a.pg_name = str_or_empty(v);
     else if (key == "Process Group Description") a.pg_desc = str_or_empty(v);

@@ -21,6 +21,8 @@ struct RawArgs {
   std::string_view collective, pg_name, pg_desc, dtype;        // Kineto NCCL kernels
   std::string_view task_type;                                  // Ascend hardware tasks
   std::string_view op_type;                                    // MindSpore CPU OP: "HostCpuOps"
+  std::string_view data_type;                                  // Ascend HCCL ops: "FP32", …
+  std::optional<int64_t> count;                                // Ascend HCCL ops: elements
   std::string_view meta_name;                                  // "M" events: args.name
   std::optional<int64_t> stream, stream_id, bytes, in_nelems, step, src_rank, dst_rank;
   std::optional<int64_t> correlation;  // Kineto: links a kernel to its cuda_runtime launch

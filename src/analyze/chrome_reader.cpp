@@ -145,7 +145,7 @@ void read_chrome_buffer(const std::string& path, const simdjson::padded_string& 
       lane_events.push_back(LaneEvent{ev.index, ev.offset, ev.pid.value_or(0), ev.tid.value_or(0), *ev.ts_ns,
                                       ev.dur_ns.value_or(0), set.strings.intern(ev.name),
                                       set.strings.intern(ev.args.task_type), ev.args.op_type == "HostCpuOps",
-                                      ev.args.stream_id, ev.args.src_rank, ev.args.dst_rank});
+                                      ascend_bytes(ev.args.count, ev.args.data_type), ev.args.stream_id, ev.args.src_rank, ev.args.dst_rank});
     }
   });
   resolve_launches(vendor, pending, launch_ts);

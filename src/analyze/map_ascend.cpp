@@ -144,6 +144,16 @@ void add_plane_peers(RankTimeline& tl, const std::vector<size_t>& ops, const std
 
 }  // namespace
 
+uint64_t ascend_bytes(std::optional<int64_t> count, std::string_view t) {
+  if (!count || *count <= 0 || *count > (int64_t{1} << 50)) return 0;
+  uint64_t size = 0;
+  if (t == "FP32" || t == "INT32" || t == "UINT32") size = 4;
+  else if (t == "FP16" || t == "BF16" || t == "INT16" || t == "UINT16") size = 2;
+  else if (t == "INT8" || t == "UINT8") size = 1;
+  else if (t == "FP64" || t == "INT64" || t == "UINT64") size = 8;
+  return static_cast<uint64_t>(*count) * size;
+}
+
 bool lane_candidate(const RawEvent& ev) {
   return ev.ph == 'X' && (ev.cat.empty() || ev.args.stream_id || !ev.args.task_type.empty());
 }
@@ -182,6 +192,7 @@ void map_ascend_lanes(const std::vector<LaneEvent>& evs, const LaneNames& names,
         Slice s = slice_of(e, st, is_p2p_name(name) ? SliceKind::P2P : SliceKind::COLLECTIVE);
         const auto cut = lane.find(" Communication");
         s.group = strings.intern(cut == std::string::npos ? lane : lane.substr(0, cut));
+        s.bytes = e.bytes;
         tl.slices.push_back(std::move(s));
         ops.push_back(tl.slices.size() - 1);
         break;

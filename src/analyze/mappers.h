@@ -39,12 +39,15 @@ struct LaneEvent {
   uint32_t name = 0;       // interned
   uint32_t task_type = 0;  // interned args["Task Type"]
   bool cpu_op = false;     // args["type"] == "HostCpuOps" (MindSpore CPU ops; scope ranges lack it)
+  uint64_t bytes = 0;      // HCCL ops: args count × size of args data_type
   std::optional<int64_t> stream_id, src_rank, dst_rank;
 };
 struct LaneNames {
   std::map<int64_t, std::string> process;                      // pid → process_name
   std::map<std::pair<int64_t, int64_t>, std::string> thread;   // (pid, tid) → thread_name
 };
+// Bytes of `count` elements of an Ascend data_type ("FP32", "BF16", "INT8", …); 0 when unknown.
+uint64_t ascend_bytes(std::optional<int64_t> count, std::string_view data_type);
 // True when a scanned event may belong to an Ascend / MindSpore lane (kept as a LaneEvent).
 bool lane_candidate(const RawEvent& ev);
 // Maps one trace's lane events into `tl` by the Ascend lane model (docs/analyze.md): hardware

@@ -116,6 +116,7 @@ void stragglers(const TraceSet& set, std::optional<int64_t> step, AnalysisResult
   while (cur && r.straggler_chain.size() < 8 && seen.insert(cur->first).second) {
     const Arrival* last = first_last(cur->second).second;
     auto mine = std::find_if(cur->second.begin(), cur->second.end(), [&](const Arrival& a) { return a.rank == waiter; });
+    if (mine == cur->second.end()) break;
     const int64_t wait = dur(*mine) - dur(*last);
     if (last->rank == waiter || wait <= tol) break;  // it arrived last there: its lateness is its own
     r.straggler_chain.push_back(StragglerLink{waiter, set.strings.str(cur->first.first), set.strings.str(mine->name),
