@@ -72,6 +72,24 @@ std::optional<Rank> rank_from_file_name(const fs::path& dir, const std::regex& r
   return rank;
 }
 
+// A communication.json record ("hcom_allReduce__868_0_1@123…") joined with the HCCL lane op of
+// the same name on its rank's timeline.
+void join_lane_op(const TraceSet& set, Rank rank, CommOpRecord& rec) {
+  const std::string name = rec.op.substr(0, rec.op.find('@'));
+  for (const auto& tl : set.ranks) {
+    if (tl.rank != rank) continue;
+    for (const auto& s : tl.slices) {
+      if ((s.kind == SliceKind::COLLECTIVE || s.kind == SliceKind::P2P) && set.strings.str(s.name) == name &&
+          tl.streams[s.stream].name.rfind("HCCL ", 0) == 0) {
+        rec.lane_group = set.strings.str(s.group);
+        rec.lane_bytes = s.bytes;
+        rec.lane_ms = static_cast<double>(s.dur_ns) / 1e6;
+        return;
+      }
+    }
+  }
+}
+
 void read_comm_info(const nlohmann::json& info, CommOpRecord& rec) {
   const auto& t = info.at("Communication Time Info");
   auto num = [&](const char* key) { return t.contains(key) ? t.at(key).get<double>() : 0.0; };
@@ -148,12 +166,12 @@ void read_communication_json(const std::string& path, TraceSet& set) {
         for (auto& [k3, v3] : v2.items()) {
           if (cluster) {  // group → step → op → rank → info
             for (auto& [k4, v4] : v3.items()) {
-              CommOpRecord rec{path, k1, k2, k3, k4};
+              CommOpRecord rec{.source = path, .group = k1, .step = k2, .op = k3, .rank = k4};
               read_comm_info(v4, rec);
               set.comm_ops.push_back(std::move(rec));
             }
           } else {  // step → collective|p2p → op → info
-            CommOpRecord rec{path, k2, k1, k3, ""};
+            CommOpRecord rec{.source = path, .group = k2, .step = k1, .op = k3, .rank = ""};
             if (k3 == "Total Op Info") continue;
             read_comm_info(v3, rec);
             set.comm_ops.push_back(std::move(rec));
@@ -261,6 +279,7 @@ void read_ascend_dir(const std::string& dir, TraceSet& set) {
     read_communication_json((out / "communication.json").string(), set);
     for (size_t i = before; i < set.comm_ops.size(); ++i) {
       if (set.comm_ops[i].rank.empty() && rank) set.comm_ops[i].rank = std::to_string(rank->v);
+      if (rank) join_lane_op(set, *rank, set.comm_ops[i]);
     }
   }
   if (fs::exists(out / "communication_matrix.json")) {

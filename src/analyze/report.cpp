@@ -108,7 +108,8 @@ std::string AnalysisResult::to_json() const {
     co.push_back({{"source", c.source}, {"group", c.group}, {"step", c.step}, {"op", c.op}, {"rank", c.rank},
                   {"elapse_ms", c.elapse_ms}, {"transit_ms", c.transit_ms}, {"wait_ms", c.wait_ms},
                   {"sync_ms", c.sync_ms}, {"idle_ms", c.idle_ms}, {"wait_ratio", c.wait_ratio},
-                  {"sync_ratio", c.sync_ratio}});
+                  {"sync_ratio", c.sync_ratio}, {"lane_group", c.lane_group}, {"lane_bytes", c.lane_bytes},
+                  {"lane_ms", opt(c.lane_ms)}});
   }
   j["comm_ops"] = co;
   json cl = json::array();

@@ -125,6 +125,11 @@ struct CommOpRecord {
   std::string rank;    // rank id as written
   double elapse_ms = 0, transit_ms = 0, wait_ms = 0, sync_ms = 0, idle_ms = 0;
   double wait_ratio = 0, sync_ratio = 0;
+  // Joined with the rank's timeline (Ascend dirs): the "Group N Communication" op of the same
+  // name (the record's op up to '@'): its group, bytes and duration; empty when not in the timeline.
+  std::string lane_group{};
+  uint64_t lane_bytes = 0;
+  std::optional<double> lane_ms{};
 };
 
 // One link of an op in an Ascend communication_matrix.json: "src-dst" as written (ranks local to

@@ -57,5 +57,23 @@ TEST(AnalyzeAscend, PlaneLanesNameP2PPeersAndPairSendWithReceive) {
   EXPECT_NEAR(m1.pp_wait_ms, 0.060, 1e-9);
 }
 
+TEST(AnalyzeAscend, CommunicationJsonRecordsJoinTheirLaneOp) {
+  auto root = testing::temp_dir("join");
+  auto dir = rank_dir(root, 0, "hcom_send__1_0_1", 100, 100);
+  testing::write_file(std::filesystem::path(dir) / "ASCEND_PROFILER_OUTPUT" / "communication.json",
+                      R"J({"step1": {"p2p": {"hcom_send__1_0_1@77": {"Communication Time Info": {"Elapse Time(ms)": 0.1,
+                          "Transit Time(ms)": 0.05, "Wait Time(ms)": 0.04}}}}})J");
+  TraceSet set;
+  read_paths({dir}, set);
+  ASSERT_EQ(set.comm_ops.size(), 1u);
+  const auto& rec = set.comm_ops[0];
+  EXPECT_EQ(rec.rank, "0");  // from profiler_info_0.json
+  EXPECT_EQ(rec.lane_group, "Group 1");
+  EXPECT_EQ(rec.lane_bytes, 4096u);
+  ASSERT_TRUE(rec.lane_ms.has_value());
+  EXPECT_NEAR(*rec.lane_ms, 0.100, 1e-12);
+  EXPECT_NEAR(rec.wait_ms, 0.04, 1e-12);
+}
+
 }  // namespace
 }  // namespace ppstream::analyze
