@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """Compare ppstream's comm/compute overlap with Holistic Trace Analysis on the Kineto samples.
 
-HTA is a check-time tool only (never a runtime dependency). Install it in a throwaway venv:
-    python3 -m venv /tmp/hta-venv && /tmp/hta-venv/bin/pip install HolisticTraceAnalysis
-    /tmp/hta-venv/bin/python scripts/hta_check.py --ppstream build/ppstream
-HTA drops the last profiler step by default, so ours is summed over the same steps:
-    ratio = Σ_steps |comm ∩ compute| / Σ_steps |comm|   (steps = all but the last).
+HTA is a check-time tool only (never a runtime dependency): when it is not importable, the
+script creates its own venv (--venv, default ~/.cache/ppstream/hta-venv), installs
+HolisticTraceAnalysis from PyPI there and re-runs itself with that interpreter:
+    python3 scripts/hta_check.py --ppstream build/ppstream
+HTA drops the last profiler step by default and puts device work in the step of its launch; we
+compare with our `hta_window` figure, which does the same (docs/analyze.md).
+`--emit-expected FILE` writes HTA's figures (overlap per rank, device events per iteration and
+category) as JSON with the HTA version, the expected values of the C++ tests
+(tests/data/hta/expected.json).
 Exit status 1 when a rank differs by more than 0.5 percentage points.
 `--bench FILE` instead loads FILE with HTA once and prints {"seconds", "peak_rss_mib"} as JSON.
 """
@@ -39,18 +43,60 @@ def hta_overlap(path, tmp):
     return {int(r["rank"]): float(r["comp_comm_overlap_pctg"]) for r in df.to_dict("records")}
 
 
+def hta_expected(path, tmp):
+    """HTA's overlap per rank and its device events (stream >= 0) per iteration and category."""
+    from hta.trace_analysis import TraceAnalysis
+    ta = TraceAnalysis(trace_dir=hta_dir_for(path, tmp))
+    overlap = {int(r["rank"]): float(r["comp_comm_overlap_pctg"])
+               for r in ta.get_comm_comp_overlap(visualize=False).to_dict("records")}
+    sym = ta.t.symbol_table.get_sym_table()
+    out = {"overlap_pct": {str(k): v for k, v in overlap.items()}, "device_events": {}}
+    for rank in ta.t.get_ranks():
+        df = ta.t.get_trace(rank)
+        dev = df[df.stream >= 0]
+        rows = {}
+        for (it, cat), g in dev.groupby(["iteration", "cat"]):
+            rows.setdefault(str(int(it)), {})[sym[int(cat)]] = {"count": int(len(g)), "dur_us": float(g.dur.sum())}
+        out["device_events"][str(int(rank))] = rows
+    return out
+
+
+def emit_expected(traces, dest):
+    import importlib.metadata as md
+    logging.disable(logging.WARNING)
+    result = {"hta_version": md.version("HolisticTraceAnalysis"),
+              "produced_by": "scripts/hta_check.py --emit-expected", "files": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in SAMPLES:
+            result["files"][name] = hta_expected(os.path.join(traces, name), tmp)
+    with open(dest, "w") as f:
+        json.dump(result, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def ensure_hta(venv):
+    """Re-executes this script under a venv holding HTA when HTA is not importable here."""
+    try:
+        import hta  # noqa: F401
+        return
+    except ImportError:
+        pass
+    py = os.path.join(venv, "bin", "python")
+    if not os.path.exists(py):
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        subprocess.run([py, "-m", "pip", "install", "-q", "HolisticTraceAnalysis"], check=True)
+    os.execv(py, [py, os.path.abspath(__file__)] + sys.argv[1:])
+
+
 def our_overlap(ppstream, path):
     out = subprocess.run([ppstream, "analyze", path, "--json"], check=True, capture_output=True, text=True).stdout
     result = json.loads(out)
-    steps = result["steps"][:-1] if len(result["steps"]) > 1 else result["steps"] or [result["total"]]
+    window = result["hta_window"] or result["total"]
     per_rank = {}
-    for step in steps:
-        for r in step["ranks"]:
-            o = next(x for x in r["overlap"] if x["kind"] == "all" and x["group"] == "")
-            acc = per_rank.setdefault(r["rank"], [0.0, 0.0])
-            acc[0] += o["overlap_ms"]
-            acc[1] += o["comm_ms"]
-    return {rank: (100.0 * a / c if c else float("nan")) for rank, (a, c) in per_rank.items()}
+    for r in window["ranks"]:
+        o = next(x for x in r["overlap"] if x["kind"] == "all" and x["group"] == "")
+        per_rank[r["rank"]] = 100.0 * o["ratio"] if o["ratio"] is not None else float("nan")
+    return per_rank
 
 
 def bench(path):
@@ -68,9 +114,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--ppstream", default=os.path.join(here, "..", "build", "ppstream"))
-    ap.add_argument("--traces", default=os.path.join(here, "..", "..", "shared", "traces", "kineto"))
+    ap.add_argument("--traces", default=os.path.join(here, "..", "tests", "data", "kineto"))
     ap.add_argument("--bench", metavar="FILE")
+    ap.add_argument("--emit-expected", metavar="FILE")
+    ap.add_argument("--venv", default=os.path.expanduser("~/.cache/ppstream/hta-venv"))
     args = ap.parse_args()
+    ensure_hta(args.venv)
+    if args.emit_expected:
+        emit_expected(args.traces, args.emit_expected)
+        return 0
     if args.bench:
         bench(args.bench)
         return 0

@@ -31,8 +31,15 @@ std::optional<size_t> releaser(const RankTimeline& tl, uint32_t not_stream, int6
 std::vector<WaitChain> wait_chains(const TraceSet& set, const P2PPairs& pairs, int64_t lo, int64_t hi,
                                    size_t count, int64_t origin);
 
+// Which slices of a rank a metric covers: all, or those of the chosen steps (Slice::step).
+struct StepSelection {
+  const std::vector<bool>* steps = nullptr;  // by index into RankTimeline::steps; null: every slice
+  const StepMarker* marker = nullptr;        // one step: its marker (host step time)
+  bool contains(const Slice& s) const { return steps == nullptr || (s.step && (*steps)[*s.step]); }
+};
+
 // pp_wait_ms per receiving P2P slice = matched − start (`pairs`), its whole duration when unpaired.
-RankMetrics rank_metrics(const TraceSet& set, const P2PPairs& pairs, const RankTimeline& tl, int64_t lo,
-                         int64_t hi, const StepMarker* marker, std::vector<P2PWait>* waits, int64_t origin);
+RankMetrics rank_metrics(const TraceSet& set, const P2PPairs& pairs, const RankTimeline& tl, const StepSelection& sel,
+                         std::vector<P2PWait>* waits, int64_t origin);
 
 }  // namespace ppstream::analyze::detail

@@ -14,6 +14,8 @@ namespace tf = ppstream::analyze::trace_format;
 namespace {
 
 // Host-side categories no mapper uses: their args are never parsed.
+bool launch_category(std::string_view cat) { return cat == "cuda_runtime" || cat == "cuda_driver"; }
+
 bool skipped_category(std::string_view cat) {
   static constexpr std::array<std::string_view, 12> kSkip = {
       "cpu_op", "cuda_runtime", "cuda_driver", "python_function", "enqueue", "dequeue",
@@ -44,13 +46,17 @@ void read_args(ond::object args, RawArgs& a) {
     else if (key == "stream") a.stream = as_int(v);
     else if (key == "Stream Id") a.stream_id = as_int(v);
     else if (key == "Task Type") a.task_type = str_or_empty(v);
+    else if (key == "type") a.op_type = str_or_empty(v);
+    else if (key == "data_type") a.data_type = str_or_empty(v);
+    else if (key == "count") a.count = as_int(v);
     else if (key == "Collective name") a.collective = str_or_empty(v);
     else if (key == "Process Group Name") a.pg_name = str_or_empty(v);
     else if (key == "Process Group Description") a.pg_desc = str_or_empty(v);
     else if (key == "dtype") a.dtype = str_or_empty(v);
     else if (key == "In msg nelems") a.in_nelems = as_int(v);
-    else if (key == "Src Rank") a.src_rank = as_int(v);
-    else if (key == "Dst Rank") a.dst_rank = as_int(v);
+    else if (key == "Src Rank" || key == "src rank") a.src_rank = as_int(v);  // Kineto / Ascend Plane
+    else if (key == "Dst Rank" || key == "dst rank") a.dst_rank = as_int(v);
+    else if (key == "correlation") a.correlation = as_int(v);
   }
 }
 
@@ -96,15 +102,35 @@ void scan_events(const std::string& path, const simdjson::padded_string& buf, on
       } else if (key == "args") {
         skip_args = (ev.ph != 0 && ev.ph != 'X' && ev.ph != 'M') || skipped_category(ev.cat);
         ond::object args;
-        if (!skip_args && !v.get_object().get(args)) read_args(args, ev.args);
+        if (ev.ph == 'X' && launch_category(ev.cat) && !v.get_object().get(args)) {
+          for (auto f : args) {
+            if (f.unescaped_key().value_unsafe() == "correlation") ev.args.correlation = as_int(f.value());
+          }
+        } else if (!skip_args && !v.get_object().get(args)) {
+          read_args(args, ev.args);
+        }
       }
     }
     ++index;
     if (ev.ph != 'X' && ev.ph != 'M') continue;
-    // Step markers are host ranges (cpu_op on torch_npu) but every reader wants them.
-    if (skipped_category(ev.cat) && ev.name.substr(0, 13) != "ProfilerStep#") continue;
+    // Step markers are host ranges (cpu_op on torch_npu) but every reader wants them; launches
+    // carry the correlation that puts a kernel in its step.
+    if (skipped_category(ev.cat) && ev.name.substr(0, 13) != "ProfilerStep#" &&
+        !(launch_category(ev.cat) && ev.args.correlation)) {
+      continue;
+    }
     sink(ev);
   }
+}
+
+// Anything after the first JSON value (two arrays written back to back, trailing bytes) is an
+// error naming the byte where it starts: reading only the first would drop data silently.
+void expect_end(const std::string& path, const simdjson::padded_string& buf, ond::document& doc) {
+  const char* loc = nullptr;
+  if (doc.current_location().get(loc) == simdjson::OUT_OF_BOUNDS) return;  // simdjson 3.0: "at the end"
+  throw TraceError(fmt::format("{}data after the end of the JSON document (a second document written after the "
+                               "first?); expected exactly one JSON value",
+                               where(path, buf, loc)));
 }
 
 void read_ppstream_meta(ond::object meta, ChromeTop& top) {
@@ -162,6 +188,7 @@ void scan_chrome(const std::string& path, const simdjson::padded_string& buf, Ch
     if (type == ond::json_type::array) {
       top.bare_array = true;
       scan_events(path, buf, doc.get_array(), sink, loc, index);
+      expect_end(path, buf, doc);
       return;
     }
     if (type != ond::json_type::object) {
@@ -196,7 +223,9 @@ void scan_chrome(const std::string& path, const simdjson::padded_string& buf, Ch
       throw TraceError(fmt::format("{}: no \"traceEvents\" key: expected a Chrome trace object",
                                    path));
     }
+    expect_end(path, buf, doc);
   } catch (const simdjson::simdjson_error& e) {
+    if (is_truncation(e.error())) throw TraceError(truncation_message(path, buf, e.what(), index));
     throw TraceError(fmt::format("{}event #{}: malformed JSON ({}); expected a Chrome trace event",
                                  where(path, buf, loc), index, e.what()));
   }

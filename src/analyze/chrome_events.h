@@ -20,8 +20,12 @@ struct RawArgs {
   std::string_view kind, group, event, instr;                  // ours
   std::string_view collective, pg_name, pg_desc, dtype;        // Kineto NCCL kernels
   std::string_view task_type;                                  // Ascend hardware tasks
+  std::string_view op_type;                                    // MindSpore CPU OP: "HostCpuOps"
+  std::string_view data_type;                                  // Ascend HCCL ops: "FP32", …
+  std::optional<int64_t> count;                                // Ascend HCCL ops: elements
   std::string_view meta_name;                                  // "M" events: args.name
   std::optional<int64_t> stream, stream_id, bytes, in_nelems, step, src_rank, dst_rank;
+  std::optional<int64_t> correlation;  // Kineto: links a kernel to its cuda_runtime launch
 };
 
 struct RawEvent {
@@ -44,8 +48,9 @@ struct ChromeTop {
   std::vector<std::pair<int64_t, int32_t>> pp_ranks;  // rank → pp_rank
 };
 
-// Scans every event of `buf`; host-side events (cpu_op, cuda_runtime, flows…) are dropped
-// before their args are parsed. Throws TraceError with file, event index and byte offset.
+// Scans every event of `buf`; host-side events (cpu_op, python_function, flows…) are dropped
+// before their args are parsed, except ProfilerStep markers and cuda_runtime/cuda_driver
+// launches (only args.correlation is read: device work is put in the step that launched it). Throws TraceError with file, event index and byte offset.
 void scan_chrome(const std::string& path, const simdjson::padded_string& buf, ChromeTop& top,
                  const std::function<void(const RawEvent&)>& sink);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <unordered_map>
 
 #include "chrome_events.h"
 #include "chrome_reader.h"
@@ -14,9 +15,12 @@
 namespace ppstream::analyze::detail {
 namespace {
 
-void add(RankTimeline& tl, StringTable& strings, const RawEvent& ev, const Draft& d) {
+// Slices waiting for their launch's timestamp (Kineto correlation), by index in the timeline.
+using PendingLaunches = std::vector<std::pair<size_t, int64_t>>;
+
+void add(RankTimeline& tl, StringTable& strings, const RawEvent& ev, const Draft& d, PendingLaunches* launches) {
   int64_t start = ev.ts_ns.value_or(0);
-  int64_t dur = std::max<int64_t>(ev.dur_ns.value_or(0), 0);
+  int64_t dur = ev.dur_ns.value_or(0);
   if (d.step) {
     tl.steps.push_back(StepMarker{*d.step, start, start + dur});
     return;
@@ -32,6 +36,28 @@ void add(RankTimeline& tl, StringTable& strings, const RawEvent& ev, const Draft
   s.bytes = d.bytes;
   s.p2p = d.p2p;
   tl.slices.push_back(std::move(s));
+  if (launches && d.correlation) launches->emplace_back(tl.slices.size() - 1, *d.correlation);
+}
+
+// Checked time bounds (timeline.h): a timestamp beyond them is an error; a duration beyond them
+// (negative, or longer than 7 days: a corrupt record) drops the event with a named warning.
+bool within_bounds(const std::string& path, const RawEvent& ev, TraceSet& set) {
+  if (*ev.ts_ns > kMaxAbsTsNs || *ev.ts_ns < -kMaxAbsTsNs) {
+    throw TraceError(fmt::format("{}: byte {}: event #{} '{}': \"ts\" {:.3f} µs is beyond ±{:.0e} µs; expected a "
+                                 "profiler timestamp",
+                                 path, ev.offset, ev.index, ev.name, static_cast<double>(*ev.ts_ns) / 1e3,
+                                 static_cast<double>(kMaxAbsTsNs) / 1e3));
+  }
+  const int64_t dur = ev.dur_ns.value_or(0);
+  if (dur >= 0 && dur <= kMaxDurNs) return true;
+  constexpr int64_t kNamed = 5;
+  if (set.dropped_events < kNamed) {
+    set.notes.push_back(fmt::format("{}: byte {}: event #{} '{}': \"dur\" {:.3f} µs is {}; event dropped", path,
+                                    ev.offset, ev.index, ev.name, static_cast<double>(dur) / 1e3,
+                                    dur < 0 ? "negative" : "longer than the 7-day bound"));
+  }
+  ++set.dropped_events;
+  return false;
 }
 
 void finish(RankTimeline& tl) {
@@ -42,6 +68,30 @@ void finish(RankTimeline& tl) {
   });
   std::sort(tl.steps.begin(), tl.steps.end(),
             [](const StepMarker& a, const StepMarker& b) { return a.start_ns < b.start_ns; });
+  assign_steps(tl);
+}
+
+// Kineto: each device slice with a correlation takes its launch's ts (or is marked unseen).
+void resolve_launches(RankTimeline& tl, const PendingLaunches& pending, const std::unordered_map<int64_t, int64_t>& ts) {
+  for (auto [i, corr] : pending) {
+    auto it = ts.find(corr);
+    if (it != ts.end()) tl.slices[i].launch_ns = it->second;
+    else tl.slices[i].launch_unseen = true;
+  }
+}
+
+Rank vendor_rank(const std::string& path, const ChromeTop& top, const ChromeReadOptions& opts, TraceSet& set) {
+  if (opts.rank) return *opts.rank;
+  if (top.distributed_rank) {
+    if (*top.distributed_rank < 0 || *top.distributed_rank > std::numeric_limits<int32_t>::max())
+      throw TraceError(fmt::format("{}: distributedInfo.rank {} is not a rank; expected 0..{}", path,
+                                   *top.distributed_rank, std::numeric_limits<int32_t>::max()));
+    return Rank(static_cast<int32_t>(*top.distributed_rank));
+  }
+  set.notes.push_back(fmt::format("{}: the trace names no rank (no distributedInfo.rank or "
+                                  "profiler_info_<rank>.json); read as rank 0",
+                                  path));
+  return Rank(0);
 }
 
 bool has_device_slices(const RankTimeline& tl) {
@@ -67,13 +117,18 @@ void read_chrome_buffer(const std::string& path, const simdjson::padded_string& 
   ChromeTop top;
   std::map<int64_t, RankTimeline> ours;  // pid (= rank) → timeline
   RankTimeline vendor;                   // Kineto / Ascend: one rank per file
-  std::map<std::pair<int64_t, int64_t>, std::string> thread_names;
+  LaneNames lanes;                       // process / thread names (also ours: thread_name)
+  std::vector<LaneEvent> lane_events;    // Ascend / MindSpore lanes, mapped once names are known
+  PendingLaunches pending;
+  std::unordered_map<int64_t, int64_t> launch_ts;  // correlation → launch ts (Kineto)
   size_t seen = 0;
   scan_chrome(path, buf, top, [&](const RawEvent& ev) {
     ++seen;
     if (ev.ph == 'M') {
-      if (ev.name == "thread_name" && ev.pid && ev.tid && !ev.args.meta_name.empty()) {
-        thread_names[{*ev.pid, *ev.tid}] = std::string(ev.args.meta_name);
+      if (ev.pid && ev.tid && !ev.args.meta_name.empty() && ev.name == "thread_name") {
+        lanes.thread[{*ev.pid, *ev.tid}] = std::string(ev.args.meta_name);
+      } else if (ev.pid && !ev.args.meta_name.empty() && ev.name == "process_name") {
+        lanes.process[*ev.pid] = std::string(ev.args.meta_name);
       }
       return;
     }
@@ -81,14 +136,25 @@ void read_chrome_buffer(const std::string& path, const simdjson::padded_string& 
       throw TraceError(fmt::format("{}: byte {}: event #{} '{}': complete event without \"ts\"",
                                    path, ev.offset, ev.index, ev.name));
     }
-    if (auto d = map_ppstream(path, ev)) {
-      add(ours[*ev.pid], set.strings, ev, *d);
+    if (!within_bounds(path, ev, set)) return;
+    if ((ev.cat == "cuda_runtime" || ev.cat == "cuda_driver") && ev.args.correlation) {
+      launch_ts.emplace(*ev.args.correlation, *ev.ts_ns);
+    } else if (auto d = map_ppstream(path, ev)) {
+      add(ours[*ev.pid], set.strings, ev, *d, nullptr);
     } else if (auto k = map_kineto(ev)) {
-      add(vendor, set.strings, ev, *k);
-    } else if (auto a = map_ascend(ev)) {
-      add(vendor, set.strings, ev, *a);
+      add(vendor, set.strings, ev, *k, &pending);
+    } else if (lane_candidate(ev)) {
+      lane_events.push_back(LaneEvent{ev.index, ev.offset, ev.pid.value_or(0), ev.tid.value_or(0), *ev.ts_ns,
+                                      ev.dur_ns.value_or(0), set.strings.intern(ev.name),
+                                      set.strings.intern(ev.args.task_type), ev.args.op_type == "HostCpuOps",
+                                      ascend_bytes(ev.args.count, ev.args.data_type), ev.args.stream_id, ev.args.src_rank, ev.args.dst_rank});
     }
   });
+  resolve_launches(vendor, pending, launch_ts);
+  if (!lane_events.empty()) {
+    const Rank r = opts.rank ? *opts.rank : Rank(static_cast<int32_t>(top.distributed_rank.value_or(0)));
+    map_ascend_lanes(lane_events, lanes, r, set.strings, vendor);
+  }
 
   set.sources.push_back(path);
   bool global = top.ppstream && top.clock == "global" && !ours.empty() && !has_device_slices(vendor);
@@ -100,8 +166,8 @@ void read_chrome_buffer(const std::string& path, const simdjson::padded_string& 
     tl.rank = Rank(static_cast<int32_t>(pid));
     tl.source = path;
     for (auto& s : tl.streams) {
-      auto it = thread_names.find({pid, s.id});
-      if (it != thread_names.end()) s.name = it->second;
+      auto it = lanes.thread.find({pid, s.id});
+      if (it != lanes.thread.end()) s.name = it->second;
     }
     for (auto [r, pp] : top.pp_ranks) {
       if (r == pid) tl.pp_rank = pp;
@@ -110,19 +176,7 @@ void read_chrome_buffer(const std::string& path, const simdjson::padded_string& 
     merge_into(set, std::move(tl), path);
   }
   if (has_device_slices(vendor)) {
-    if (opts.rank) {
-      vendor.rank = *opts.rank;
-    } else if (top.distributed_rank) {
-      if (*top.distributed_rank < 0 || *top.distributed_rank > std::numeric_limits<int32_t>::max())
-        throw TraceError(fmt::format("{}: distributedInfo.rank {} is not a rank; expected 0..{}", path,
-                                     *top.distributed_rank, std::numeric_limits<int32_t>::max()));
-      vendor.rank = Rank(static_cast<int32_t>(*top.distributed_rank));
-    } else {
-      vendor.rank = Rank(0);
-      set.notes.push_back(fmt::format("{}: the trace names no rank (no distributedInfo.rank or "
-                                      "profiler_info_<rank>.json); read as rank 0",
-                                      path));
-    }
+    vendor.rank = vendor_rank(path, top, opts, set);
     vendor.source = path;
     finish(vendor);
     merge_into(set, std::move(vendor), path);

@@ -99,10 +99,13 @@ std::optional<int64_t> parse_us_to_ns(std::string_view t) {
   while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
   while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
   if (t.empty()) return std::nullopt;
+  // Exactly one optional sign, then a digit or '.': "--5", "-+5", "+-5" are not numbers.
   bool neg = t.front() == '-';
-  std::string_view s = neg ? t.substr(1) : t;
+  std::string_view s = (neg || t.front() == '+') ? t.substr(1) : t;
+  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s.front())) || s.front() == '.')) return std::nullopt;
   if (s.find_first_of("eE") != std::string_view::npos) {
-    std::string copy(t);
+    std::string copy(neg ? "-" : "");
+    copy += s;
     char* end = nullptr;
     double v = std::strtod(copy.c_str(), &end);
     if (end != copy.c_str() + copy.size() || !std::isfinite(v)) return std::nullopt;
@@ -193,6 +196,18 @@ std::optional<int64_t> as_us_ns(simdjson::ondemand::value v) {
     return std::nullopt;
   }
   return parse_us_to_ns(text);
+}
+
+bool is_truncation(simdjson::error_code e) {
+  return e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || e == simdjson::UNCLOSED_STRING || e == simdjson::TAPE_ERROR ||
+         e == simdjson::OUT_OF_BOUNDS;
+}
+
+std::string truncation_message(const std::string& path, const simdjson::padded_string& buf, const char* what,
+                               std::optional<size_t> after_event) {
+  return fmt::format("{}: byte {} (end of file{}): the JSON document is cut short ({}); expected the closing ']' / "
+                     "'}}' of a complete trace (a truncated file?)",
+                     path, buf.size(), after_event ? fmt::format(", after event #{}", *after_event) : "", what);
 }
 
 std::string where(const std::string& path, const simdjson::padded_string& buf, const char* loc) {

@@ -26,6 +26,12 @@ std::optional<double> as_double(simdjson::ondemand::value v);
 // µs timestamp/duration given as number or string → ns.
 std::optional<int64_t> as_us_ns(simdjson::ondemand::value v);
 
+// simdjson errors that mean the document ends before its closing bracket (a cut file).
+bool is_truncation(simdjson::error_code e);
+// The error for such a file: names the end-of-file byte and, when known, the last event read.
+std::string truncation_message(const std::string& path, const simdjson::padded_string& buf, const char* what,
+                               std::optional<size_t> after_event);
+
 // "file: byte 1234: " prefix for an error at `loc` inside `buf`.
 std::string where(const std::string& path, const simdjson::padded_string& buf, const char* loc);
 

@@ -56,8 +56,11 @@ std::optional<Draft> map_kineto(const RawEvent& ev) {
   bool device = ev.cat == "kernel" || ev.cat == "gpu_memcpy" || ev.cat == "gpu_memset" ||
                 ev.cat == "cuda_sync";
   if (!device) return std::nullopt;
+  d.correlation = ev.args.correlation;
   int64_t stream = ev.args.stream.value_or(-1);
-  if (stream < 0) {
+  // Only "Stream Wait Event" makes a device stream wait; Stream/Event/Context Sync
+  // (cudaStreamSynchronize…) block the host, even when they name the stream they wait for.
+  if (stream < 0 || (ev.cat == "cuda_sync" && ev.name != "Stream Wait Event")) {
     if (ev.cat != "cuda_sync") return std::nullopt;
     d.kind = SliceKind::HOST;  // Event/Context/Stream Sync: the host blocks
     d.stream_id = -1;

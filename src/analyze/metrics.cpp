@@ -6,6 +6,7 @@
 
 #include "chain.h"
 #include "intervals.h"
+#include "stragglers.h"
 #include "ppstream/analyze/analyze.h"
 #include "ppstream/analyze/readers.h"
 
@@ -44,8 +45,9 @@ OverlapMetrics overlap_of(std::string kind, std::string group, std::vector<Inter
 
 namespace detail {
 
-RankMetrics rank_metrics(const TraceSet& set, const P2PPairs& pairs, const RankTimeline& tl, int64_t lo,
-                         int64_t hi, const StepMarker* marker, std::vector<P2PWait>* waits, int64_t origin) {
+RankMetrics rank_metrics(const TraceSet& set, const P2PPairs& pairs, const RankTimeline& tl, const StepSelection& sel,
+                         std::vector<P2PWait>* waits, int64_t origin) {
+  const StepMarker* marker = sel.marker;
   RankMetrics m;
   m.rank = tl.rank;
   m.pp_rank = tl.pp_rank;
@@ -58,13 +60,18 @@ RankMetrics rank_metrics(const TraceSet& set, const P2PPairs& pairs, const RankT
   std::map<std::pair<std::string, std::string>, std::vector<Interval>> by_group;
   std::vector<std::vector<Interval>> busy(tl.streams.size());
   std::vector<StreamMetrics> streams(tl.streams.size());
-  int64_t first = INT64_MAX, last = INT64_MIN;
+  int64_t first = INT64_MAX, last = INT64_MIN;        // any device slice
+  int64_t dev_first = INT64_MAX, dev_last = INT64_MIN;  // compute and communication
   for (size_t si = 0; si < tl.slices.size(); ++si) {
     const Slice& s = tl.slices[si];
-    if (s.start_ns < lo || s.start_ns >= hi) continue;
+    if (!sel.contains(s)) continue;
     if (s.kind == SliceKind::HOST) continue;
     first = std::min(first, s.start_ns);
     last = std::max(last, s.end_ns());
+    if (s.kind == SliceKind::COMPUTE || is_comm(s.kind)) {
+      dev_first = std::min(dev_first, s.start_ns);
+      dev_last = std::max(dev_last, s.end_ns());
+    }
     Interval iv{s.start_ns, s.end_ns()};
     auto& sm = streams[s.stream];
     if (s.kind == SliceKind::STREAM_WAIT) {
@@ -122,10 +129,25 @@ RankMetrics rank_metrics(const TraceSet& set, const P2PPairs& pairs, const RankT
   m.reduce_overlap_ms = red.overlap_ms;
   m.reduce_unoverlapped_ms = red.exposed_ms;
   m.reduce_overlap_ratio = red.ratio;
-  if (marker) m.step_time_ms = ms(marker->end_ns - marker->start_ns);
-  else if (last > first) m.step_time_ms = ms(last - first);
-  m.bubble_ms = std::max(0.0, m.step_time_ms - m.compute_ms);
-  m.bubble_ratio = m.step_time_ms > 0 ? m.bubble_ms / m.step_time_ms : 0.0;
+  m.comm_ms = m.overlap[0].comm_ms;
+  m.overlapped_ms = m.overlap[0].overlap_ms;
+  m.comm_not_overlapped_ms = m.overlap[0].exposed_ms;
+  if (last > first) m.span_ms = ms(last - first);
+  if (dev_last > dev_first) m.device_step_ms = ms(dev_last - dev_first);
+  m.free_ms = std::max(0.0, m.device_step_ms - m.compute_ms - m.comm_not_overlapped_ms);
+  // Bubble over the step's extent: device work lagging past the marker's end stays in its step,
+  // so the base is the later of the marker's end and the last slice's end (ratio in [0, 1]).
+  double base = m.span_ms;
+  if (marker) {
+    m.host_step_ms = ms(marker->end_ns - marker->start_ns);
+    m.step_time_ms = *m.host_step_ms;
+    if (dev_last > dev_first) m.preparing_ms = ms(dev_first - marker->start_ns);
+    base = std::max(m.step_time_ms, last > first ? ms(last - std::min(first, marker->start_ns)) : 0.0);
+  } else {
+    m.step_time_ms = m.span_ms;
+  }
+  m.bubble_ms = std::clamp(base - m.compute_ms, 0.0, base);
+  m.bubble_ratio = base > 0 ? m.bubble_ms / base : 0.0;
   return m;
 }
 
@@ -141,24 +163,33 @@ int64_t set_origin(const TraceSet& set) {
   return o == INT64_MAX ? 0 : o;
 }
 
-// Window of step `step` on a rank: [its marker's start, the next marker's start).
-std::optional<std::pair<int64_t, int64_t>> step_window(const RankTimeline& tl, int64_t step,
-                                                       const StepMarker** marker) {
-  for (size_t i = 0; i < tl.steps.size(); ++i) {
-    if (tl.steps[i].step != step) continue;
-    *marker = &tl.steps[i];
-    int64_t hi = i + 1 < tl.steps.size() ? tl.steps[i + 1].start_ns : INT64_MAX;
-    return std::make_pair(tl.steps[i].start_ns, hi);
+// The mean marker duration of a rank, if it has markers.
+std::optional<double> mean_host_step_ms(const TraceSet& set, Rank rank) {
+  for (const auto& tl : set.ranks) {
+    if (tl.rank != rank || tl.steps.empty()) continue;
+    int64_t sum = 0;
+    for (const auto& m : tl.steps) sum += m.end_ns - m.start_ns;
+    return ms(sum) / static_cast<double>(tl.steps.size());
   }
   return std::nullopt;
 }
 
-// The set-level figures, as the simulator defines them (sim/metrics.h).
-void set_figures(StepMetrics& sm) {
+// Index of step number `step` on a rank, if it has that marker.
+std::optional<size_t> step_index(const RankTimeline& tl, int64_t step) {
+  for (size_t i = 0; i < tl.steps.size(); ++i) {
+    if (tl.steps[i].step == step) return i;
+  }
+  return std::nullopt;
+}
+
+// The set-level figures over a window of `time_ms`, as the simulator defines them (sim/metrics.h); a rank whose compute
+// exceeds the step time (device lag) has bubble 0, never a negative ratio.
+void set_figures(StepMetrics& sm, double time_ms) {
   double comm = 0, overlap = 0;
   sm.bubble_ratio = 0;
   for (const auto& r : sm.ranks) {
-    if (sm.step_time_ms > 0) sm.bubble_ratio += (sm.step_time_ms - r.compute_ms) / sm.step_time_ms;
+    const double base = std::max(time_ms, r.compute_ms);
+    if (base > 0) sm.bubble_ratio += (base - r.compute_ms) / base;
     sm.reduce_exposed_ms = std::max(sm.reduce_exposed_ms, r.reduce_exposed_ms);
     comm += r.reduce_comm_ms;
     overlap += r.reduce_overlap_ms;
@@ -172,14 +203,34 @@ StepMetrics step_metrics(const TraceSet& set, const detail::P2PPairs& pairs, int
   StepMetrics sm;
   sm.step = step;
   for (const auto& tl : set.ranks) {
-    const StepMarker* marker = nullptr;
-    auto w = step_window(tl, step, &marker);
-    if (!w) continue;
-    if (window) *window = {std::min(window->first, w->first), std::max(window->second, w->second)};
-    sm.ranks.push_back(detail::rank_metrics(set, pairs, tl, w->first, w->second, marker, waits, origin));
+    auto i = step_index(tl, step);
+    if (!i) continue;
+    std::vector<bool> only(tl.steps.size(), false);
+    only[*i] = true;
+    const int64_t hi = *i + 1 < tl.steps.size() ? tl.steps[*i + 1].start_ns : INT64_MAX;
+    if (window) *window = {std::min(window->first, tl.steps[*i].start_ns), std::max(window->second, hi)};
+    sm.ranks.push_back(detail::rank_metrics(set, pairs, tl, {&only, &tl.steps[*i]}, waits, origin));
     sm.step_time_ms = std::max(sm.step_time_ms, sm.ranks.back().step_time_ms);
+    sm.span_ms = std::max(sm.span_ms, sm.ranks.back().span_ms);
   }
-  set_figures(sm);
+  set_figures(sm, sm.step_time_ms);
+  return sm;
+}
+
+// All steps of each rank but its last, as Holistic Trace Analysis does by default.
+std::optional<StepMetrics> hta_window(const TraceSet& set, const detail::P2PPairs& pairs, int64_t origin) {
+  StepMetrics sm;
+  sm.window = "hta_window";
+  for (const auto& tl : set.ranks) {
+    if (tl.steps.size() < 2) continue;
+    std::vector<bool> but_last(tl.steps.size(), true);
+    but_last.back() = false;
+    sm.ranks.push_back(detail::rank_metrics(set, pairs, tl, {&but_last, nullptr}, nullptr, origin));
+    sm.span_ms = std::max(sm.span_ms, sm.ranks.back().span_ms);
+  }
+  if (sm.ranks.empty()) return std::nullopt;
+  sm.step_time_ms = sm.span_ms;
+  set_figures(sm, sm.span_ms);
   return sm;
 }
 
@@ -202,6 +253,12 @@ AnalysisResult analyze(const TraceSet& set, const AnalyzeOptions& opts) {
   r.selected_step = opts.step;
   r.producer_metrics = set.producer_metrics;
   r.comm_ops = set.comm_ops;
+  r.comm_links = set.comm_links;
+  r.dropped_events = set.dropped_events;
+  if (set.dropped_events > 5) {
+    r.notes.push_back(fmt::format("{} events dropped in all for an out-of-bounds duration (the first 5 are named above)",
+                                  set.dropped_events));
+  }
   add_vendor(set, r);
   int64_t origin = set_origin(set);
   const detail::P2PPairs pairs(set);
@@ -222,18 +279,18 @@ AnalysisResult analyze(const TraceSet& set, const AnalyzeOptions& opts) {
     }
   } else {
     window = {INT64_MIN, INT64_MAX};
+    r.total.window = "whole trace";
     int64_t first = INT64_MAX, last = INT64_MIN;
     for (const auto& tl : set.ranks) {
-      r.total.ranks.push_back(detail::rank_metrics(set, pairs, tl, INT64_MIN, INT64_MAX, nullptr, &waits, origin));
-      r.total.step_time_ms = std::max(r.total.step_time_ms, r.total.ranks.back().step_time_ms);
+      r.total.ranks.push_back(detail::rank_metrics(set, pairs, tl, {}, &waits, origin));
+      r.total.span_ms = std::max(r.total.span_ms, r.total.ranks.back().span_ms);
       for (const auto& s : tl.slices) {
         if (s.kind == SliceKind::HOST) continue;
         first = std::min(first, s.start_ns);
         last = std::max(last, s.end_ns());
       }
     }
-    if (set.global_clock && last > first) r.total.step_time_ms = ms(last - first);
-    set_figures(r.total);
+    if (set.global_clock && last > first) r.total.span_ms = ms(last - first);
     std::vector<int64_t> steps;
     for (const auto& tl : set.ranks) {
       for (const auto& s : tl.steps) steps.push_back(s.step);
@@ -241,11 +298,23 @@ AnalysisResult analyze(const TraceSet& set, const AnalyzeOptions& opts) {
     std::sort(steps.begin(), steps.end());
     steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
     for (int64_t s : steps) r.steps.push_back(step_metrics(set, pairs, s, nullptr, origin, nullptr));
+    // With markers the whole trace is not one step: its step_time_ms is the steps' mean and the
+    // span is reported as span_ms only.
+    r.total.step_time_ms = r.total.span_ms;
+    if (!r.steps.empty()) {
+      double sum = 0;
+      for (const auto& st : r.steps) sum += st.step_time_ms;
+      r.total.step_time_ms = sum / static_cast<double>(r.steps.size());
+      for (auto& rm : r.total.ranks) rm.step_time_ms = mean_host_step_ms(set, rm.rank).value_or(rm.span_ms);
+    }
+    set_figures(r.total, r.total.span_ms);
+    r.hta_window = hta_window(set, pairs, origin);
   }
   std::sort(waits.begin(), waits.end(),
             [](const P2PWait& a, const P2PWait& b) { return a.wait_ms > b.wait_ms; });
   if (waits.size() > 10) waits.resize(10);
   r.longest_pp_waits = std::move(waits);
+  detail::stragglers(set, opts.step, r);
   r.chains = detail::wait_chains(set, pairs, window.first, window.second, opts.chains, origin);
   return r;
 }

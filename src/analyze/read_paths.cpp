@@ -36,6 +36,7 @@ JsonKind sniff_json(const std::string& path, const simdjson::padded_string& buf)
       if (first.empty()) first = std::string(key);
     }
   } catch (const simdjson::simdjson_error& e) {
+    if (detail::is_truncation(e.error())) throw TraceError(detail::truncation_message(path, buf, e.what(), std::nullopt));
     throw TraceError(fmt::format("{}: malformed JSON ({})", path, e.what()));
   }
   if (!first.empty() && first.front() == '(') return JsonKind::CLUSTER_COMM;

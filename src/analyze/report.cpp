@@ -17,7 +17,15 @@ json rank_json(const RankMetrics& m) {
             {"pp_rank", m.pp_rank ? json(*m.pp_rank) : json(nullptr)},
             {"compute_stream", m.compute_stream},
             {"step_time_ms", m.step_time_ms},
+            {"host_step_ms", opt(m.host_step_ms)},
+            {"device_step_ms", m.device_step_ms},
+            {"span_ms", m.span_ms},
+            {"preparing_ms", opt(m.preparing_ms)},
             {"compute_ms", m.compute_ms},
+            {"comm_ms", m.comm_ms},
+            {"overlapped_ms", m.overlapped_ms},
+            {"comm_not_overlapped_ms", m.comm_not_overlapped_ms},
+            {"free_ms", m.free_ms},
             {"compute_wait_ms", m.compute_wait_ms},
             {"stream_wait_ms", m.stream_wait_ms},
             {"pp_wait_ms", m.pp_wait_ms},
@@ -49,7 +57,9 @@ json step_json(const StepMetrics& s) {
   json ranks = json::array();
   for (const auto& r : s.ranks) ranks.push_back(rank_json(r));
   return {{"step", s.step ? json(*s.step) : json(nullptr)},
+          {"window", s.window},
           {"step_time_ms", s.step_time_ms},
+          {"span_ms", s.span_ms},
           {"bubble_ratio", s.bubble_ratio},
           {"reduce_exposed_ms", s.reduce_exposed_ms},
           {"reduce_overlap_ratio", opt(s.reduce_overlap_ratio)},
@@ -70,6 +80,8 @@ std::string AnalysisResult::to_json() const {
   json st = json::array();
   for (const auto& s : steps) st.push_back(step_json(s));
   j["steps"] = st;
+  j["hta_window"] = hta_window ? step_json(*hta_window) : json(nullptr);
+  j["dropped_events"] = dropped_events;
   json w = json::array();
   for (const auto& p : longest_pp_waits) {
     w.push_back({{"rank", p.rank.v}, {"stream", p.stream}, {"name", p.name}, {"start_ms", p.start_ms}, {"wait_ms", p.wait_ms},
@@ -96,9 +108,35 @@ std::string AnalysisResult::to_json() const {
     co.push_back({{"source", c.source}, {"group", c.group}, {"step", c.step}, {"op", c.op}, {"rank", c.rank},
                   {"elapse_ms", c.elapse_ms}, {"transit_ms", c.transit_ms}, {"wait_ms", c.wait_ms},
                   {"sync_ms", c.sync_ms}, {"idle_ms", c.idle_ms}, {"wait_ratio", c.wait_ratio},
-                  {"sync_ratio", c.sync_ratio}});
+                  {"sync_ratio", c.sync_ratio}, {"lane_group", c.lane_group}, {"lane_bytes", c.lane_bytes},
+                  {"lane_ms", opt(c.lane_ms)}});
   }
   j["comm_ops"] = co;
+  json cl = json::array();
+  for (const auto& c : comm_links) {
+    cl.push_back({{"source", c.source}, {"rank", c.rank}, {"step", c.step}, {"kind", c.kind}, {"op", c.op},
+                  {"src", c.src}, {"dst", c.dst}, {"transport", c.transport}, {"size_mb", c.size_mb},
+                  {"time_ms", c.time_ms}, {"bandwidth_gbps", c.bandwidth_gbps}});
+  }
+  j["comm_links"] = cl;
+  json sk = json::array();
+  for (const auto& x : skews) {
+    sk.push_back({{"group", x.group}, {"op", x.op}, {"ordinal", x.ordinal}, {"ranks", x.ranks},
+                  {"first_rank", x.first_rank.v}, {"last_rank", x.last_rank.v}, {"skew_ms", x.skew_ms}});
+  }
+  j["collective_skews"] = sk;
+  json sr = json::array();
+  for (const auto& x : slow_ranks) {
+    sr.push_back({{"group", x.group}, {"rank", x.rank.v}, {"instances", x.instances}, {"last", x.last},
+                  {"late_ms", x.late_ms}, {"caused_wait_ms", x.caused_wait_ms}});
+  }
+  j["slow_ranks"] = sr;
+  json sc = json::array();
+  for (const auto& x : straggler_chain) {
+    sc.push_back({{"waiter", x.waiter.v}, {"group", x.group}, {"op", x.op}, {"ordinal", x.ordinal},
+                  {"waited_for", x.waited_for.v}, {"wait_ms", x.wait_ms}});
+  }
+  j["straggler_chain"] = sc;
   json pm = json::array();
   for (const auto& m : producer_metrics) {  // a malformed object would dump as "<discarded>": leave it out
     json parsed = json::parse(m, nullptr, false);
@@ -113,22 +151,47 @@ std::string AnalysisResult::to_text() const {
   std::string out;
   for (const auto& n : notes) out += fmt::format("note: {}\n", n);
   auto table = [&](const StepMetrics& s) {
-    out += s.step ? fmt::format("step {}: step_time_ms {:.3f}", *s.step, s.step_time_ms)
-                  : fmt::format("whole trace: step_time_ms {:.3f}", s.step_time_ms);
+    if (s.step) out += fmt::format("step {}: step_time_ms {:.3f} (host step, max over ranks)", *s.step, s.step_time_ms);
+    else if (steps.empty()) out += fmt::format("{}: step_time_ms {:.3f} (device span; no step markers)", s.window, s.span_ms);
+    else out += fmt::format("{}: span_ms {:.3f}, mean step_time_ms {:.3f}", s.window, s.span_ms, s.step_time_ms);
     out += fmt::format(", bubble_ratio {:.4f}, reduce_exposed_ms {:.3f} (max), reduce_overlap {}\n",
                        s.bubble_ratio, s.reduce_exposed_ms, ratio_text(s.reduce_overlap_ratio));
+    const bool whole = !s.step.has_value();
     out += fmt::format("  {:>6} {:>12} {:>12} {:>15} {:>14} {:>12} {:>11} {:>13} {:>17} {:>13}\n", "rank",
-                       "step_ms", "compute_ms", "compute_wait_ms", "stream_wait_ms", "pp_wait_ms",
+                       whole ? "span_ms" : "step_ms", "compute_ms", "compute_wait_ms", "stream_wait_ms", "pp_wait_ms",
                        "bubble_pct", "comm_overlap", "reduce_exposed_ms", "reduce_overlap");
     for (const auto& r : s.ranks) {
       out += fmt::format("  {:>6} {:>12.3f} {:>12.3f} {:>15.3f} {:>14.3f} {:>12.3f} {:>10.2f}% {:>13} {:>17.3f} {:>13}\n",
-                         r.rank.v, r.step_time_ms, r.compute_ms, r.compute_wait_ms, r.stream_wait_ms,
+                         r.rank.v, whole ? r.span_ms : r.step_time_ms, r.compute_ms, r.compute_wait_ms, r.stream_wait_ms,
                          r.pp_wait_ms, 100.0 * r.bubble_ratio, ratio_text(r.overlap[0].ratio),
                          r.reduce_exposed_ms, ratio_text(r.reduce_overlap_ratio));
     }
   };
+  auto columns = [&](const StepMetrics& s) {
+    out += fmt::format("  device-step columns (as the producer's step_trace_time.csv, computed from the timeline):\n");
+    out += fmt::format("  {:>6} {:>13} {:>15} {:>12} {:>12} {:>13} {:>22} {:>10} {:>13}\n", "rank", "host_step_ms",
+                       "device_step_ms", "compute_ms", "comm_ms", "overlapped_ms", "comm_not_overlapped_ms",
+                       "free_ms", "preparing_ms");
+    auto o = [](const std::optional<double>& v) { return v ? fmt::format("{:.3f}", *v) : std::string("-"); };
+    for (const auto& r : s.ranks) {
+      out += fmt::format("  {:>6} {:>13} {:>15.3f} {:>12.3f} {:>12.3f} {:>13.3f} {:>22.3f} {:>10.3f} {:>13}\n", r.rank.v,
+                         o(r.host_step_ms), r.device_step_ms, r.compute_ms, r.comm_ms, r.overlapped_ms,
+                         r.comm_not_overlapped_ms, r.free_ms, o(r.preparing_ms));
+    }
+  };
   if (!total.ranks.empty()) table(total);
-  for (const auto& s : steps) table(s);
+  for (const auto& s : steps) {
+    table(s);
+    columns(s);
+  }
+  if (hta_window) {
+    out += "hta_window (all steps but each rank's last, device work by launch; HTA's get_comm_comp_overlap):\n";
+    for (const auto& r : hta_window->ranks) {
+      out += fmt::format("  rank {:>5} comm_ms {:.3f} overlap_ms {:.3f} overlap {}\n", r.rank.v, r.comm_ms,
+                         r.overlapped_ms, ratio_text(r.overlap[0].ratio));
+    }
+  }
+  if (dropped_events > 0) out += fmt::format("dropped events (duration out of bounds): {}\n", dropped_events);
   if (!total.ranks.empty()) {
     out += "stream waits and busy time:\n";
     out += fmt::format("  {:>6} {:<20} {:>12} {:>12} {:>7}\n", "rank", "stream", "busy_ms", "wait_ms", "waits");
@@ -163,6 +226,26 @@ std::string AnalysisResult::to_text() const {
                          l.what.empty() ? "" : fmt::format("  [{}]", l.what));
     }
   }
+  if (!skews.empty()) {
+    out += "collective arrival skew (lag = longest duration − own duration; largest first):\n";
+    out += fmt::format("  {:<24} {:<40} {:>7} {:>6} {:>10} {:>10} {:>10}\n", "group", "op", "ordinal", "ranks", "first",
+                       "last", "skew_ms");
+    for (const auto& x : skews) {
+      out += fmt::format("  {:<24} {:<40} {:>7} {:>6} {:>10} {:>10} {:>10.3f}\n", x.group, x.op, x.ordinal, x.ranks,
+                         x.first_rank.v, x.last_rank.v, x.skew_ms);
+    }
+    out += "slow ranks per group:\n";
+    out += fmt::format("  {:<24} {:>6} {:>10} {:>6} {:>10} {:>15}\n", "group", "rank", "instances", "last", "late_ms",
+                       "caused_wait_ms");
+    for (const auto& x : slow_ranks) {
+      out += fmt::format("  {:<24} {:>6} {:>10} {:>6} {:>10.3f} {:>15.3f}\n", x.group, x.rank.v, x.instances, x.last,
+                         x.late_ms, x.caused_wait_ms);
+    }
+  }
+  for (const auto& x : straggler_chain) {
+    out += fmt::format("straggler chain: rank {} waited {:.3f} ms at {} (group {}, #{}) for rank {}\n", x.waiter.v,
+                       x.wait_ms, x.op, x.group, x.ordinal, x.waited_for.v);
+  }
   if (!vendor.empty()) {
     out += "producer step-trace figures (theirs, ms; Bubble definitions differ by producer, see docs):\n";
     for (const auto& f : vendor) {
@@ -172,7 +255,22 @@ std::string AnalysisResult::to_text() const {
       }
     }
   }
-  if (!comm_ops.empty()) out += fmt::format("communication.json: {} op records\n", comm_ops.size());
+  if (!comm_ops.empty()) {
+    out += fmt::format("communication.json ops (theirs, ms):\n  {:>5} {:<11} {:<48} {:>10} {:>10} {:>10} {:>10}\n", "rank",
+                       "group", "op", "elapse_ms", "transit_ms", "wait_ms", "sync_ms");
+    for (const auto& c : comm_ops) {
+      out += fmt::format("  {:>5} {:<11} {:<48} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}\n", c.rank, c.group, c.op,
+                         c.elapse_ms, c.transit_ms, c.wait_ms, c.sync_ms);
+    }
+  }
+  bool peers = false;
+  for (const auto& l : comm_links) {
+    if (l.kind != "p2p" || l.src == l.dst) continue;
+    if (!peers) out += "P2P peers (communication_matrix.json, ranks local to the op's group):\n";
+    peers = true;
+    out += fmt::format("  rank {:>5} {:<48} {} → {} {:<6} {:.3f} MB in {:.3f} ms\n", l.rank, l.op, l.src, l.dst,
+                       l.transport, l.size_mb, l.time_ms);
+  }
   return out;
 }
 

@@ -62,3 +62,26 @@ RankTimeline& TraceSet::rank(Rank r, const std::string& source) {
 }
 
 }  // namespace ppstream::analyze
+
+namespace ppstream::analyze {
+
+void assign_steps(RankTimeline& tl) {
+  auto last_started = [&](int64_t t) -> std::optional<uint32_t> {
+    auto it = std::upper_bound(tl.steps.begin(), tl.steps.end(), t,
+                               [](int64_t v, const StepMarker& m) { return v < m.start_ns; });
+    if (it == tl.steps.begin()) return std::nullopt;
+    return static_cast<uint32_t>(it - tl.steps.begin() - 1);
+  };
+  for (auto& s : tl.slices) {
+    s.step.reset();
+    if (s.launch_unseen) continue;  // launched before profiling: in no step
+    if (s.launch_ns) {              // launched inside a ProfilerStep range: that step
+      auto i = last_started(*s.launch_ns);
+      if (i && *s.launch_ns < tl.steps[*i].end_ns) s.step = i;
+      continue;
+    }
+    s.step = last_started(s.start_ns);
+  }
+}
+
+}  // namespace ppstream::analyze

@@ -53,16 +53,26 @@ struct RankMetrics {
   Rank rank;
   std::optional<int32_t> pp_rank;
   std::string compute_stream;  // the stream with the most compute time
-  double step_time_ms = 0;     // step-marker duration, else device span of the rank
-  double compute_ms = 0;       // |union of compute slices|
+  double step_time_ms = 0;     // host step (marker duration; whole trace: the mean marker duration);
+                               // without markers the device span
+  std::optional<double> host_step_ms;  // the step marker's duration (ProfilerStep#N), when one applies
+  double device_step_ms = 0;   // first start → last end of the window's compute and comm slices
+                               // (the producer's "Stage")
+  double span_ms = 0;          // first start → last end of the window's device slices (any kind)
+  std::optional<double> preparing_ms;  // device step start − host step start ("Preparing")
+  double compute_ms = 0;       // |union of compute slices| (the producer's "Computing")
+  double comm_ms = 0;          // |union of communication slices| ("Communication")
+  double overlapped_ms = 0;    // |comm ∩ compute| ("Overlapped")
+  double comm_not_overlapped_ms = 0;  // comm_ms − overlapped_ms ("Communication(Not Overlapped)")
+  double free_ms = 0;          // device_step_ms − compute_ms − comm_not_overlapped_ms ("Free")
   double compute_wait_ms = 0;  // Σ stream waits on compute_stream
   double stream_wait_ms = 0;   // Σ stream waits on all streams
   double pp_wait_ms = 0;       // Σ P2PWait::wait_ms over receiving P2P slices
   double pp_transfer_ms = 0;   // Σ P2PWait::transfer_ms
   int64_t p2p_recvs = 0;
   int64_t p2p_unpaired = 0;    // receiving slices without a paired send (counted whole)
-  double bubble_ms = 0;        // step_time_ms − compute_ms
-  double bubble_ratio = 0;     // bubble_ms / step_time_ms
+  double bubble_ms = 0;        // max(step_time_ms, extent) − compute_ms, extent = marker start → last end
+  double bubble_ratio = 0;     // bubble_ms / max(step_time_ms, extent), in [0, 1]
   // Reductions = collectives named *reduce* (REDUCE_GRAD, allReduce, ReduceScatter).
   double reduce_exposed_ms = 0;      // compute stream blocked on reductions (DESIGN.md): reduction
                                      // slices on it + its waits released by a reduction
@@ -76,8 +86,11 @@ struct RankMetrics {
 
 // One step (or the whole trace when there are no markers) across ranks.
 struct StepMetrics {
-  std::optional<int64_t> step;  // absent: whole span
-  double step_time_ms = 0;      // max over ranks
+  std::optional<int64_t> step;  // absent: whole trace (or a window of steps)
+  std::string window;           // "" one step; "whole trace"; "hta_window" (all steps but the last)
+  double step_time_ms = 0;      // one step: max over ranks; whole trace: mean of the steps'
+                                // step_time_ms when there are markers, else the span
+  double span_ms = 0;           // the window's device span (max over ranks; makespan on a global clock)
   // Set-level figures, defined as the simulator's (docs/analyze.md "Metrics"):
   double bubble_ratio = 0;       // mean over ranks of (step_time_ms − compute_ms) / step_time_ms
   double reduce_exposed_ms = 0;  // max over ranks
@@ -102,6 +115,34 @@ struct WaitChain {
   std::vector<ChainLink> links;  // first: the wait itself; then cause after cause
 };
 
+// Stragglers (docs/analyze.md "Stragglers"). A collective completes on all members at about the
+// same time, so a member's arrival lag = (longest duration of the instance) − (its duration):
+// clock-free, valid on unsynchronised ranks.
+struct CollectiveSkew {
+  std::string group, op;   // op: the name on the first arriver
+  int64_t ordinal = 0;     // k-th collective of the group on each rank (the instance key)
+  size_t ranks = 0;        // members seen in the loaded traces
+  Rank first_rank, last_rank;
+  double skew_ms = 0;      // arrival of the last − arrival of the first (the first's wait)
+};
+struct SlowRank {
+  std::string group;
+  Rank rank;
+  int64_t instances = 0;   // instances of the group the rank is in
+  int64_t last = 0;        // instances where it arrived last
+  double late_ms = 0;      // Σ its arrival lag
+  double caused_wait_ms = 0;  // Σ skew of the instances where it was last
+};
+// "rank X waited at op Y for rank Z": Z's own lateness is then explained by the collective it
+// waited in just before, for its last arriver, and so on.
+struct StragglerLink {
+  Rank waiter;
+  std::string group, op;
+  int64_t ordinal = 0;
+  Rank waited_for;
+  double wait_ms = 0;
+};
+
 // A vendor figure reported beside ours, labelled with who computed it.
 struct VendorFigure {
   std::string source, producer, scope, column;
@@ -113,6 +154,12 @@ struct AnalysisResult {
   std::optional<int64_t> selected_step;
   StepMetrics total;               // the selected step, or the whole trace
   std::vector<StepMetrics> steps;  // per step when markers exist
+  std::optional<StepMetrics> hta_window;
+  std::vector<CollectiveSkew> skews;        // the 10 instances with the largest arrival skew
+  std::vector<SlowRank> slow_ranks;         // per group and rank, by caused_wait_ms
+  std::vector<StragglerLink> straggler_chain;  // from the largest skew back across ranks  // all steps but the last (HTA's default), ≥ 2 steps
+  int64_t dropped_events = 0;       // events dropped for an out-of-bounds duration (see notes)
+  std::vector<CommLinkRecord> comm_links;
   std::vector<P2PWait> longest_pp_waits;  // top 10
   std::vector<WaitChain> chains;
   std::vector<VendorFigure> vendor;  // step_trace_time.csv columns (Bubble etc.)

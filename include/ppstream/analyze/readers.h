@@ -24,5 +24,8 @@ void read_chrome_trace(const std::string& path, TraceSet& set);  // ours / Kinet
 void read_ascend_dir(const std::string& dir, TraceSet& set);
 void read_step_trace_csv(const std::string& path, const std::string& producer, TraceSet& set);
 void read_communication_json(const std::string& path, TraceSet& set);
+// communication_matrix.json (step → p2p|collective → op → "src-dst" → link); `rank` from
+// profiler_info. Links with src ≠ dst of P2P ops name the peers.
+void read_communication_matrix(const std::string& path, std::optional<Rank> rank, TraceSet& set);
 
 }  // namespace ppstream::analyze

@@ -62,8 +62,21 @@ struct Slice {
   uint32_t event = 0;   // interned event a STREAM_WAIT waits for ("" when unknown)
   uint64_t bytes = 0;   // payload bytes of communication, 0 when unknown
   std::vector<P2PPart> p2p;  // P2P only; empty when the trace does not say (e.g. NCCL SendRecv)
+  // Kineto device work carrying args.correlation: the ts of its cuda_runtime launch, or
+  // launch_unseen when the launch is not in the trace (launched before profiling began).
+  std::optional<int64_t> launch_ns;
+  bool launch_unseen = false;
+  // Index into RankTimeline::steps of the step this slice belongs to (docs/analyze.md "Steps"):
+  // the step whose ProfilerStep range holds its launch, else whose marker started last at or
+  // before its start; absent when none (before the first marker, launched before profiling).
+  std::optional<uint32_t> step;
+  // Bounds (docs/analyze.md): readers reject |ts| > kMaxAbsTsNs and drop durations outside
+  // [0, kMaxDurNs], so start, end and any difference of two of them fit in int64.
   int64_t end_ns() const { return start_ns + dur_ns; }
 };
+
+inline constexpr int64_t kMaxAbsTsNs = int64_t{4'000'000'000'000'000'000};  // 4e15 µs ≈ 126 years
+inline constexpr int64_t kMaxDurNs = int64_t{7} * 24 * 3600 * 1'000'000'000;  // 7 days
 
 // A device stream (or, for HOST slices, a host lane) of one rank.
 struct StreamInfo {
@@ -89,6 +102,9 @@ struct RankTimeline {
   uint32_t stream_index(std::string_view name, int64_t id);  // finds or adds
 };
 
+// Sets Slice::step for every slice of `tl` (slices and steps sorted); rule in Slice::step.
+void assign_steps(RankTimeline& tl);
+
 // A row of a producer's step_trace_time.csv; values keep the producer's unit (µs).
 struct StepTraceRow {
   std::string source;
@@ -109,6 +125,22 @@ struct CommOpRecord {
   std::string rank;    // rank id as written
   double elapse_ms = 0, transit_ms = 0, wait_ms = 0, sync_ms = 0, idle_ms = 0;
   double wait_ratio = 0, sync_ratio = 0;
+  // Joined with the rank's timeline (Ascend dirs): the "Group N Communication" op of the same
+  // name (the record's op up to '@'): its group, bytes and duration; empty when not in the timeline.
+  std::string lane_group{};
+  uint64_t lane_bytes = 0;
+  std::optional<double> lane_ms{};
+};
+
+// One link of an op in an Ascend communication_matrix.json: "src-dst" as written (ranks local to
+// the op's group; the file does not give the group's rank list), e.g. hcom_send 0-8 over RDMA.
+struct CommLinkRecord {
+  std::string source;
+  std::string rank;    // the rank whose file this is (profiler_info), "" when unknown
+  std::string step, kind, op;  // "step2", "p2p" | "collective", "hcom_send__822_0@…"
+  int64_t src = 0, dst = 0;
+  std::string transport;  // "RDMA", "HCCS", "LOCAL", …
+  double size_mb = 0, time_ms = 0, bandwidth_gbps = 0;
 };
 
 // All inputs of one analysis, loaded once.
@@ -117,9 +149,11 @@ struct TraceSet {
   std::vector<RankTimeline> ranks;          // sorted by rank after loading
   std::vector<StepTraceRow> step_trace;
   std::vector<CommOpRecord> comm_ops;
+  std::vector<CommLinkRecord> comm_links;
   std::vector<std::string> sources;         // every file read
   std::vector<std::string> producer_metrics;  // raw JSON objects from our traces' metadata
   std::vector<std::string> notes;           // assumptions made while reading, for the report
+  int64_t dropped_events = 0;  // events dropped for a duration out of bounds (named in notes)
   bool global_clock = false;  // all ranks share one clock (our simulator); else align per pair
   int chrome_files = 0;       // how many Chrome traces went into global_clock
   RankTimeline& rank(Rank r, const std::string& source);  // finds or adds

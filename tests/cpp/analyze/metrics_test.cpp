@@ -34,7 +34,7 @@ TEST(AnalyzeMetrics, KinetoOverlapMatchesHta) {
 
 TEST(AnalyzeMetrics, AscendComputeMatchesProducerOverlapLane) {
   // The producer's "Overlap Analysis / Computing" lane sums to 1788.2505 µs.
-  auto r = analyze_paths({sample("ascend/mstt-trace_view.json")});
+  auto r = analyze_paths({sample("ascend/mstt-trace_view.json.gz")});
   EXPECT_NEAR(rank_of(r.total, 0).compute_ms, 1.7882505, 0.0005);
   EXPECT_NEAR(r.steps.at(0).step_time_ms, 14.09197, 1e-9);
 }

@@ -62,7 +62,7 @@ TEST(AnalyzeReaders, KinetoCudaSyncStreamWait) {
 
 TEST(AnalyzeReaders, AscendTraceView) {
   TraceSet set;
-  read_paths({sample("ascend/mstt-trace_view.json")}, set);
+  read_paths({sample("ascend/mstt-trace_view.json.gz")}, set);
   ASSERT_EQ(set.ranks.size(), 1u);
   const auto& tl = set.ranks[0];
   EXPECT_EQ(tl.slices.size(), 276u);  // "Ascend Hardware" tasks
@@ -97,7 +97,7 @@ TEST(AnalyzeReaders, AscendProfilerDirectory) {
   auto dir = testing::temp_dir("ascend_dir") / "node0_123_ascend_pt";
   auto out = dir / "ASCEND_PROFILER_OUTPUT";
   std::filesystem::create_directories(out);
-  std::filesystem::create_symlink(sample("ascend/mstt-trace_view.json"), out / "trace_view.json");
+  std::filesystem::create_symlink(sample("ascend/mstt-trace_view.json.gz"), out / "trace_view.json");
   testing::write_file(dir / "profiler_info_3.json", "{\"rank_id\": 3}");
   testing::write_file(out / "step_trace_time.csv",
                       "Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble\n"

@@ -1,23 +1,41 @@
-// Test helpers: temp files and the shared sample paths.
+// Test helpers: temp files and the public sample paths (tests/data, see its NOTICE.md).
 #pragma once
 
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include <unistd.h>
 
 namespace ppstream::analyze::testing {
 
-inline std::string sample(const std::string& rel) { return std::string(PPSTREAM_SHARED_DIR) + "/traces/" + rel; }
+inline std::string sample(const std::string& rel) { return std::string(PPSTREAM_SOURCE_DIR) + "/tests/data/" + rel; }
+
+// Every directory temp_dir made, removed when the test process exits.
+struct TempDirs {
+  std::vector<std::filesystem::path> dirs;
+  ~TempDirs() {
+    for (const auto& d : dirs) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  }
+};
+inline TempDirs& temp_dirs() {
+  static TempDirs t;
+  return t;
+}
 
 // A fresh directory under the system temp dir, unique per name and process: ctest runs tests
-// in parallel processes, and tests of one suite may share a name.
+// in parallel processes, and tests of one suite may share a name. Removed at exit.
 inline std::filesystem::path temp_dir(const std::string& name) {
   auto d = std::filesystem::temp_directory_path() /
            ("ppstream_analyze_" + name + "_" + std::to_string(static_cast<long>(::getpid())));
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
+  temp_dirs().dirs.push_back(d);
   return d;
 }
 
