@@ -73,6 +73,9 @@ void Device::run_stream(size_t sidx) {
     }
     s.current = k;
     timing_[static_cast<size_t>(k)].ready_ms = now();
+    const OpKind op = prog_.instrs[static_cast<size_t>(k)].op;
+    if (op != OpKind::F && op != OpKind::B && op != OpKind::OPT_STEP && op != OpKind::RESHARD && op != OpKind::RECORD)
+      s.chain_ms = -1;  // the chain breaks at anything that waits
     execute(k);
     s.current = -1;
     ++s.done;
@@ -102,12 +105,18 @@ void Device::execute(int32_t k) {
   }
 }
 
+// Back-to-back work on one stream starts at the previous one's planned end, as a device runs
+// queued kernels without a host wake-up in between; the thread's wake-up latency then does
+// not accumulate along a chain (docs/replay.md, "Accuracy").
 void Device::compute(int32_t k) {
   InstrTiming& t = timing_[static_cast<size_t>(k)];
-  t.start_ms = now();
+  Stream& s = *streams_[static_cast<size_t>(plan_.instrs[static_cast<size_t>(k)].stream)];
+  t.start_ms = s.chain_ms >= 0 ? std::min(s.chain_ms, now()) : now();
   const double ms = cost_.compute_ms(prog_, prog_.instrs[static_cast<size_t>(k)]);
   if (ms > 0) sleep_until_ms(t0_ + t.start_ms + ms);
-  t.end_ms = now();
+  // The emulated kernel ends as planned; a late wake-up shows in what follows (RECORD, WAIT).
+  t.end_ms = t.start_ms + ms;
+  s.chain_ms = t.end_ms;
 }
 
 void Device::batch(int32_t k) {
@@ -116,22 +125,30 @@ void Device::batch(int32_t k) {
   InstrTiming& t = timing_[static_cast<size_t>(k)];
   std::vector<std::vector<double>> bufs(in.p2p.size(), std::vector<double>(static_cast<size_t>(plan_.p2p_elems), 0.0));
   Job job;
+  t.start_ms = now();
   for (size_t j = 0; j < in.p2p.size(); ++j) {
     const P2POp& op = in.p2p[j];
     if (is_send(op.kind)) fill_p2p(bufs[j], prog_.rank.v, op, step_);
-    job.p2p.push_back({is_send(op.kind), op.peer.v, ip.tags[j], &bufs[j]});
+    job.p2p.push_back({is_send(op.kind), op.peer.v, ip.tags[j], &bufs[j], t.start_ms, 0.0});
   }
   Stream& s = *streams_[static_cast<size_t>(ip.stream)];
-  t.start_ms = now();
   s.job = &job;
   progress_.submit(&job);
   job.wait();
   s.job = nullptr;
-  if (opts_.comm_time == CommTime::MODEL) sleep_until_ms(now_ms() + cost_.base_batch_ms(in));
-  t.end_ms = now();
+  // Matched = the later of this post and every mirror's post (the engine's rule); the modelled
+  // transfer runs from there unless the real one took longer.
+  double matched = t.start_ms;
+  for (const P2PRequest& r : job.p2p) matched = std::max(matched, r.peer_post_ms);
+  finish_comm(t, matched + cost_.base_batch_ms(in));
   for (size_t j = 0; j < in.p2p.size(); ++j)
     if (!is_send(in.p2p[j].kind))
       if (auto bad = check_p2p(bufs[j], prog_.rank, in.p2p[j], step_)) fail(k, to_text(in.p2p[j]) + ": " + *bad);
+}
+
+void Device::finish_comm(InstrTiming& t, double model_end_ms) {
+  if (opts_.comm_time == CommTime::MODEL && model_end_ms > now()) sleep_until_ms(t0_ + model_end_ms);
+  t.end_ms = now();
 }
 
 void Device::collective(int32_t k) {
@@ -148,21 +165,22 @@ void Device::collective(int32_t k) {
   else fill_grad(data, prog_.rank.v, in.stage, step_);
   t.start_ms = now();
   // The straggler model's arrival delay, exactly as the simulator applies it.
-  if (const double delay = cost_.arrival_delay_ms(prog_, in); delay > 0) sleep_until_ms(t0_ + t.start_ms + delay);
+  double arrival = t.start_ms + cost_.arrival_delay_ms(prog_, in);
+  if (arrival > t.start_ms) sleep_until_ms(t0_ + arrival);
   for (const CollPhase& ph : ip.phases) {
     std::vector<double> out(ph.op == CollOp::REDUCE_SCATTER ? data.size() / static_cast<size_t>(shard)
                             : ph.op == CollOp::ALL_GATHER   ? data.size() * static_cast<size_t>(shard)
                                                             : data.size());
     Job job;
-    job.coll = CollRequest{ph.op, ph.comm, ph.seq, &data, &out};
+    job.coll = CollRequest{ph.op, ph.comm, ph.seq, &data, &out, arrival, 0.0};
     s.job = &job;
     progress_.submit(&job);
     job.wait();
     s.job = nullptr;
     data.swap(out);
+    arrival = job.coll->last_arrival_ms;  // the next phase starts when this one's last member arrived
   }
-  if (opts_.comm_time == CommTime::MODEL) sleep_until_ms(now_ms() + cost_.base_collective_ms(in));
-  t.end_ms = now();
+  finish_comm(t, arrival + cost_.base_collective_ms(in));
   std::optional<std::string> bad;
   if (gather) {
     bad = check_gathered(data, plan_.shard_members, in.stage, step_);

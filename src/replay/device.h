@@ -43,6 +43,7 @@ class Device {
     std::atomic<int32_t> current{-1};  // instruction being run, -1 none
     std::atomic<int32_t> done{0};      // instructions completed
     std::atomic<Job*> job{nullptr};    // the communication it waits for (for the hang report)
+    double chain_ms = -1;              // planned end of the last compute, while only compute/RECORD followed
   };
 
   void host();
@@ -51,6 +52,7 @@ class Device {
   void compute(int32_t k);
   void batch(int32_t k);
   void collective(int32_t k);
+  void finish_comm(InstrTiming& t, double model_end_ms);
   void fire(int32_t event);
   void wait_event(int32_t event);
   void fail(int32_t k, const std::string& what);

@@ -35,7 +35,7 @@ std::string Device::report() const {
     } else if (const Job* job = st.job.load(); job && !job->coll) {
       std::string peers;
       for (size_t j = 0; j < job->p2p.size(); ++j)
-        if (j >= job->done.size() || !job->done[j])
+        if (job->done.size() < (j + 1) * kMpiPerP2P || !job->done[j * kMpiPerP2P] || !job->done[j * kMpiPerP2P + 2])
           peers += fmt::format("{}{} peer r{}", peers.empty() ? "" : ", ", to_text(in.p2p[j]), in.p2p[j].peer.v);
       why = "unmatched: " + peers;
     } else if (job) {

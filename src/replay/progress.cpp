@@ -13,8 +13,8 @@ void Job::wait() {
   cv.wait(lock, [this] { return finished; });
 }
 
-Progress::Progress(MPI_Comm p2p_comm, std::vector<MPI_Comm> comms, double poll_us)
-    : p2p_comm_(p2p_comm), comms_(std::move(comms)), poll_us_(poll_us) {
+Progress::Progress(std::array<MPI_Comm, 3> p2p, std::vector<MPI_Comm> comms, double poll_us)
+    : p2p_(p2p), comms_(std::move(comms)), poll_us_(poll_us) {
   waiting_coll_.resize(comms_.size());
   next_seq_.assign(comms_.size(), 0);
 }
@@ -35,7 +35,7 @@ void Progress::take_new() {
   for (Job* job : fresh) {
     active_.push_back(job);
     if (job->coll) {
-      job->done.assign(1, 0);
+      job->done.assign(2, 0);
       waiting_coll_.at(static_cast<size_t>(job->coll->comm))[job->coll->seq] = job;
     } else {
       post_p2p(job);
@@ -56,16 +56,24 @@ void Progress::post_ready_collectives() {
   }
 }
 
+void Progress::track(MPI_Request req, Job* job, size_t entry) {
+  reqs_.push_back(req);
+  owners_.emplace_back(job, entry);
+}
+
 void Progress::post_p2p(Job* job) {
-  job->done.assign(job->p2p.size(), 0);
+  job->done.assign(job->p2p.size() * kMpiPerP2P, 0);
   for (size_t k = 0; k < job->p2p.size(); ++k) {
     P2PRequest& r = job->p2p[k];
-    MPI_Request req;
+    MPI_Request req[kMpiPerP2P];
     const int n = static_cast<int>(r.buf->size());
-    if (r.send) MPI_Isend(r.buf->data(), n, MPI_DOUBLE, r.peer, r.tag, p2p_comm_, &req);
-    else MPI_Irecv(r.buf->data(), n, MPI_DOUBLE, r.peer, r.tag, p2p_comm_, &req);
-    reqs_.push_back(req);
-    owners_.emplace_back(job, k);
+    // Stamps: the sender's post time travels on p2p_[1], the receiver's on p2p_[2].
+    MPI_Comm mine = p2p_[r.send ? 1 : 2], theirs = p2p_[r.send ? 2 : 1];
+    if (r.send) MPI_Isend(r.buf->data(), n, MPI_DOUBLE, r.peer, r.tag, p2p_[0], &req[0]);
+    else MPI_Irecv(r.buf->data(), n, MPI_DOUBLE, r.peer, r.tag, p2p_[0], &req[0]);
+    MPI_Isend(&r.post_ms, 1, MPI_DOUBLE, r.peer, r.tag, mine, &req[1]);
+    MPI_Irecv(&r.peer_post_ms, 1, MPI_DOUBLE, r.peer, r.tag, theirs, &req[2]);
+    for (size_t j = 0; j < kMpiPerP2P; ++j) track(req[j], job, k * kMpiPerP2P + j);
   }
   if (job->p2p.empty()) {
     std::erase(active_, job);
@@ -79,6 +87,9 @@ void Progress::post_coll(Job* job) {
   const CollRequest& c = *job->coll;
   MPI_Comm comm = comms_.at(static_cast<size_t>(c.comm));
   MPI_Request req;
+  // The group's last arrival first (same communicator, so the same order on every member).
+  MPI_Iallreduce(&job->coll->arrival_ms, &job->coll->last_arrival_ms, 1, MPI_DOUBLE, MPI_MAX, comm, &req);
+  track(req, job, 0);
   switch (c.op) {
     case CollOp::REDUCE_SCATTER:
       MPI_Ireduce_scatter_block(c.in->data(), c.out->data(), static_cast<int>(c.out->size()), MPI_DOUBLE, MPI_SUM, comm, &req);
@@ -91,8 +102,7 @@ void Progress::post_coll(Job* job) {
                      static_cast<int>(c.in->size()), MPI_DOUBLE, comm, &req);
       break;
   }
-  reqs_.push_back(req);
-  owners_.emplace_back(job, 0);
+  track(req, job, 1);
 }
 
 bool Progress::test_some() {

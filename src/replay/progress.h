@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include <array>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -21,12 +22,18 @@
 
 namespace ppstream::replay {
 
+// One P2P op. Beside the data, both sides exchange their post times (ms from the step start)
+// on two stamp communicators, so each knows when the op was matched — the later post — as the
+// engine defines it (docs/replay.md, "Communication time").
 struct P2PRequest {
   bool send = true;
   int peer = 0;            // rank in the P2P communicator (= world rank)
   int tag = 0;
   std::vector<double>* buf = nullptr;
+  double post_ms = 0;       // this side's post time
+  double peer_post_ms = 0;  // the mirror's post time (filled on completion)
 };
+inline constexpr size_t kMpiPerP2P = 3;  // data, own stamp, peer stamp
 
 enum class CollOp : uint8_t { REDUCE_SCATTER, ALL_REDUCE, ALL_GATHER };
 
@@ -36,6 +43,8 @@ struct CollRequest {
   int64_t seq = 0;                      // position in the communicator's program order
   const std::vector<double>* in = nullptr;
   std::vector<double>* out = nullptr;   // REDUCE_SCATTER: in.size()/n; ALL_GATHER: in.size()*n
+  double arrival_ms = 0;                // this member's arrival (MPI_MAX-reduced before the data)
+  double last_arrival_ms = 0;           // the group's last arrival (filled on completion)
 };
 
 // A submitted unit of communication; the submitting stream thread waits on it.
@@ -43,7 +52,7 @@ struct Job {
   std::vector<P2PRequest> p2p;
   std::optional<CollRequest> coll;
   // Filled by the progress thread:
-  std::vector<char> done;  // per P2P request (collective: one entry)
+  std::vector<char> done;  // per MPI request: kMpiPerP2P per P2P op; collective: arrival, data
   bool finished = false;
   std::mutex mu;
   std::condition_variable cv;
@@ -52,7 +61,8 @@ struct Job {
 
 class Progress {
  public:
-  Progress(MPI_Comm p2p_comm, std::vector<MPI_Comm> comms, double poll_us);
+  // p2p[0] carries data, p2p[1] the sender's post times, p2p[2] the receiver's.
+  Progress(std::array<MPI_Comm, 3> p2p, std::vector<MPI_Comm> comms, double poll_us);
   // From stream threads: hands the job over (it must stay alive until finished).
   void submit(Job* job);
   // On the MPI thread: runs until `finished()` holds (checked between rounds) or `deadline_ms`
@@ -67,9 +77,10 @@ class Progress {
   void post_ready_collectives();
   void post_p2p(Job* job);
   void post_coll(Job* job);
+  void track(MPI_Request req, Job* job, size_t entry);
   bool test_some();
 
-  MPI_Comm p2p_comm_;
+  std::array<MPI_Comm, 3> p2p_;
   std::vector<MPI_Comm> comms_;
   double poll_us_;
   std::mutex mu_;

@@ -97,8 +97,9 @@ PolicyOutcome run_policy(const PipelineConfig& cfg, const ReplayOptions& opts, R
   if (policy != ReducePolicy::NONE) c.reduce_grad = policy;
   const sim::SimCostModel model(set, c, cost, sim::StragglerModel(straggler_of(cfg, set.world), set.world, 0));
   const RankPlan plan = make_plan(set, prog, c, cost, opts.max_buffer_bytes);
-  MPI_Comm p2p_comm, shard_comm, repl_comm;
-  MPI_Comm_dup(MPI_COMM_WORLD, &p2p_comm);
+  std::array<MPI_Comm, 3> p2p_comm;
+  MPI_Comm shard_comm, repl_comm;
+  for (MPI_Comm& comm : p2p_comm) MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   MPI_Comm_split(MPI_COMM_WORLD, plan.group_color[0], me, &shard_comm);
   MPI_Comm_split(MPI_COMM_WORLD, plan.group_color[1], me, &repl_comm);
   Progress progress(p2p_comm, {shard_comm, repl_comm}, opts.poll_us);
@@ -127,7 +128,7 @@ PolicyOutcome run_policy(const PipelineConfig& cfg, const ReplayOptions& opts, R
     step_times.push_back(step_ms);
   }
   auto timings = gather_timings(set, me, last.timing);
-  MPI_Comm_free(&p2p_comm);
+  for (MPI_Comm& comm : p2p_comm) MPI_Comm_free(&comm);
   MPI_Comm_free(&shard_comm);
   MPI_Comm_free(&repl_comm);
   if (me == 0) {
