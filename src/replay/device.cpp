@@ -72,11 +72,14 @@ void Device::run_stream(size_t sidx) {
       s.queue.pop_front();
     }
     s.current = k;
-    timing_[static_cast<size_t>(k)].ready_ms = now();
+    // Ready as the engine defines it: issued and the previous instruction on the stream done.
+    InstrTiming& t = timing_[static_cast<size_t>(k)];
+    t.ready_ms = std::max(t.issue_ms, s.last_end_ms);
     const OpKind op = prog_.instrs[static_cast<size_t>(k)].op;
     if (op != OpKind::F && op != OpKind::B && op != OpKind::OPT_STEP && op != OpKind::RESHARD && op != OpKind::RECORD)
       s.chain_ms = -1;  // the chain breaks at anything that waits
     execute(k);
+    s.last_end_ms = t.end_ms;
     s.current = -1;
     ++s.done;
   }

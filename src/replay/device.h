@@ -43,6 +43,7 @@ class Device {
     std::atomic<int32_t> current{-1};  // instruction being run, -1 none
     std::atomic<int32_t> done{0};      // instructions completed
     std::atomic<Job*> job{nullptr};    // the communication it waits for (for the hang report)
+    double last_end_ms = 0;            // end of the previous instruction on the stream
     double chain_ms = -1;              // planned end of the last compute, while only compute/RECORD followed
   };
 

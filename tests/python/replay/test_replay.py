@@ -23,8 +23,8 @@ REL = 0.10
 FLOOR = 0.02
 
 
-def config_text(pp=2, vpp=1, mb=4, schedule="1f1b", mode="hsdp", shard=2, replicate=1, transport="batch",
-                overlap_p2p=True, overlap_b_f=True, straggler="", policy="async", layers=8, f_ms=3.0, b_ms=6.0):
+def config_text(pp=2, vpp=1, mb=4, schedule="1f1b", mode="fsdp", shard=2, replicate=1, transport="batch",
+                overlap_p2p=True, overlap_b_f=True, straggler="", policy="async", layers=8, f_ms=10.0, b_ms=20.0):
     dp = "" if mode == "none" else f"""
 data_parallel:
   mode: {mode}
@@ -61,19 +61,21 @@ TAIL = """straggler:
     - {pp_rank: 1, dp_index: 1, delay_ms: 40, collectives: [reduce_grad]}
 """
 
+HSDP = dict(mode="hsdp", shard=2, replicate=2)  # 2 PP ranks x dp 4 = 8 processes
+
 CONFIGS = {
-    "gpipe-fsdp-batch": dict(schedule="gpipe", mode="fsdp", shard=2),
-    "1f1b-hsdp-batch": dict(),
-    "1f1b-hsdp-plain": dict(transport="plain", overlap_p2p=False, overlap_b_f=False),
-    "1f1b-hsdp-multi": dict(transport="multi_stream"),
+    "gpipe-fsdp-batch": dict(schedule="gpipe"),
+    "1f1b-fsdp-batch": dict(),
+    "1f1b-fsdp-plain": dict(transport="plain", overlap_p2p=False, overlap_b_f=False),
+    "1f1b-hsdp-multi": dict(transport="multi_stream", **HSDP),
     "1f1b-nodp": dict(mode="none", pp=4, mb=8),
-    "1f1b-hsdp-straggler": dict(straggler=TAIL),
-    "interleaved-hsdp-multi": dict(schedule="interleaved_1f1b", vpp=2, mb=4, transport="multi_stream"),
-    "interleaved-fsdp-batch": dict(schedule="interleaved_1f1b", vpp=2, mb=4, mode="fsdp", shard=2),
-    "interleaved-hsdp-nooverlap": dict(schedule="interleaved_1f1b", vpp=2, mb=4, overlap_p2p=False, overlap_b_f=False),
-    "interleaved-hsdp-straggler": dict(schedule="interleaved_1f1b", vpp=2, mb=4, straggler=TAIL, transport="multi_stream"),
-    "1f1b-ddp-replicate": dict(shard=1, replicate=2),
-    "1f1b-hsdp-2x2-straggler": dict(shard=2, replicate=2, pp=2, mb=4, straggler=TAIL),
+    "1f1b-fsdp-straggler": dict(straggler=TAIL),
+    "interleaved-hsdp-multi": dict(schedule="interleaved_1f1b", vpp=2, transport="multi_stream", **HSDP),
+    "interleaved-fsdp-batch": dict(schedule="interleaved_1f1b", vpp=2),
+    "interleaved-fsdp-nooverlap": dict(schedule="interleaved_1f1b", vpp=2, overlap_p2p=False, overlap_b_f=False),
+    "interleaved-fsdp-straggler": dict(schedule="interleaved_1f1b", vpp=2, straggler=TAIL, transport="multi_stream"),
+    "1f1b-ddp-replicate": dict(mode="hsdp", shard=1, replicate=2),
+    "gpipe-hsdp-straggler": dict(schedule="gpipe", straggler=TAIL, **HSDP),
 }
 
 
@@ -91,27 +93,43 @@ def close(measured, simulated, step):
     return abs(measured - simulated) <= REL * simulated + FLOOR * step
 
 
+def disagreements(doc):
+    """Every measured figure outside the bound, as text (empty: agrees)."""
+    bad = []
+    for policy, m in doc["policies"].items():
+        s = doc["simulated"]["policies"][policy]
+        step = s["step_time_ms"]
+        if abs(m["step_time_ms"] - step) > REL * step:
+            bad.append(f"{policy} step_time_ms {m['step_time_ms']:.1f} vs {step:.1f}")
+        for mr, sr in zip(m["pp_rank_summary"], s["pp_rank_summary"]):
+            if not close(mr["max_compute_wait_ms"], sr["max_compute_wait_ms"], step):
+                bad.append(f"{policy} pp{mr['pp_rank']} compute_wait_ms {mr['max_compute_wait_ms']:.1f} "
+                           f"vs {sr['max_compute_wait_ms']:.1f}")
+    return bad
+
+
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_measured_agrees_with_simulate(tmp_path, name):
     kw = CONFIGS[name]
     cfg = write(tmp_path, config_text(**kw))
-    both = kw.get("mode", "hsdp") != "none"
-    res = run([cfg, "--json", "--timeout", "60"] + (["--reduce-grad", "both"] if both else []))
-    assert res.returncode == 0, res.stderr[-3000:]
-    doc = json.loads(res.stdout)
-    assert set(doc["simulated"]) == set(doc) - {"simulated", "replay"}  # simulate --json's shape, both sides
-    for policy, m in doc["policies"].items():
-        s = doc["simulated"]["policies"][policy]
-        assert set(m) == set(s)
-        step = s["step_time_ms"]
-        assert abs(m["step_time_ms"] - step) <= REL * step, (policy, m["step_time_ms"], step)
-        for mr, sr in zip(m["pp_rank_summary"], s["pp_rank_summary"]):
-            assert mr["pp_rank"] == sr["pp_rank"]
-            assert close(mr["max_compute_wait_ms"], sr["max_compute_wait_ms"], step), (policy, mr, sr)
+    both = kw.get("mode", "fsdp") != "none"
+    # A loaded CI machine can stall a process for tens of ms: one rerun before failing
+    # (docs/replay.md, "Tests"); exact checks and the JSON shape are asserted on every run.
+    for attempt in range(2):
+        res = run([cfg, "--json", "--timeout", "60"] + (["--reduce-grad", "both"] if both else []))
+        assert res.returncode == 0, res.stderr[-3000:]
+        doc = json.loads(res.stdout)
+        assert set(doc["simulated"]) == set(doc) - {"simulated", "replay"}  # simulate --json's shape, both sides
+        for policy, m in doc["policies"].items():
+            assert set(m) == set(doc["simulated"]["policies"][policy])
+        bad = disagreements(doc)
+        if not bad:
+            break
+    assert not bad, bad
 
 
 def test_trace_reads_back_with_analyze(tmp_path):
-    cfg = write(tmp_path, config_text(**CONFIGS["1f1b-hsdp-straggler"]))
+    cfg = write(tmp_path, config_text(**CONFIGS["1f1b-fsdp-straggler"]))
     res = run([cfg, "--trace", str(tmp_path), "--timeout", "60"])
     assert res.returncode == 0, res.stderr[-3000:]
     traces = sorted(p for p in os.listdir(tmp_path) if p.startswith("replay.async.rank"))
