@@ -23,7 +23,7 @@ StepResult Device::run_step(int32_t step, double t0_ms, double deadline_ms) {
   streams_.clear();
   for (size_t s = 0; s < plan_.streams.size(); ++s) streams_.push_back(std::make_unique<Stream>());
   timing_.assign(prog_.instrs.size(), InstrTiming{});
-  fired_.assign(static_cast<size_t>(plan_.events), 0);
+  fired_.assign(static_cast<size_t>(plan_.events), -1.0);
   errors_.clear();
   sleep_until_ms(t0_ms);
   std::vector<std::thread> threads;
@@ -75,9 +75,6 @@ void Device::run_stream(size_t sidx) {
     // Ready as the engine defines it: issued and the previous instruction on the stream done.
     InstrTiming& t = timing_[static_cast<size_t>(k)];
     t.ready_ms = std::max(t.issue_ms, s.last_end_ms);
-    const OpKind op = prog_.instrs[static_cast<size_t>(k)].op;
-    if (op != OpKind::F && op != OpKind::B && op != OpKind::OPT_STEP && op != OpKind::RESHARD && op != OpKind::RECORD)
-      s.chain_ms = -1;  // the chain breaks at anything that waits
     execute(k);
     s.last_end_ms = t.end_ms;
     s.current = -1;
@@ -94,13 +91,11 @@ void Device::execute(int32_t k) {
     case OpKind::RESHARD:
     case OpKind::OPT_STEP: compute(k); return;
     case OpKind::RECORD:
-      t.start_ms = now();
-      fire(plan_.instrs[static_cast<size_t>(k)].event);
-      t.end_ms = t.start_ms;
+      t.start_ms = t.end_ms = t.ready_ms;  // device time: when the stream's earlier work ended
+      fire(plan_.instrs[static_cast<size_t>(k)].event, t.start_ms);
       return;
     case OpKind::WAIT:
-      wait_event(plan_.instrs[static_cast<size_t>(k)].event);
-      t.start_ms = t.end_ms = now();
+      t.start_ms = t.end_ms = std::max(t.ready_ms, wait_event(plan_.instrs[static_cast<size_t>(k)].event));
       return;
     case OpKind::BATCH: batch(k); return;
     case OpKind::UNSHARD:
@@ -108,18 +103,14 @@ void Device::execute(int32_t k) {
   }
 }
 
-// Back-to-back work on one stream starts at the previous one's planned end, as a device runs
-// queued kernels without a host wake-up in between; the thread's wake-up latency then does
-// not accumulate along a chain (docs/replay.md, "Accuracy").
+// Compute starts when the stream is ready in device time (the previous instruction's end, or
+// its issue) and ends its duration later; the thread sleeps to that end, so a thread woken
+// late catches up instead of stretching the device timeline (docs/replay.md, "Device time").
 void Device::compute(int32_t k) {
   InstrTiming& t = timing_[static_cast<size_t>(k)];
-  Stream& s = *streams_[static_cast<size_t>(plan_.instrs[static_cast<size_t>(k)].stream)];
-  t.start_ms = s.chain_ms >= 0 ? std::min(s.chain_ms, now()) : now();
-  const double ms = cost_.compute_ms(prog_, prog_.instrs[static_cast<size_t>(k)]);
-  if (ms > 0) sleep_until_ms(t0_ + t.start_ms + ms);
-  // The emulated kernel ends as planned; a late wake-up shows in what follows (RECORD, WAIT).
-  t.end_ms = t.start_ms + ms;
-  s.chain_ms = t.end_ms;
+  t.start_ms = t.ready_ms;
+  t.end_ms = t.start_ms + cost_.compute_ms(prog_, prog_.instrs[static_cast<size_t>(k)]);
+  if (t.end_ms > t.start_ms) sleep_until_ms(t0_ + t.end_ms);
 }
 
 void Device::batch(int32_t k) {
@@ -128,7 +119,7 @@ void Device::batch(int32_t k) {
   InstrTiming& t = timing_[static_cast<size_t>(k)];
   std::vector<std::vector<double>> bufs(in.p2p.size(), std::vector<double>(static_cast<size_t>(plan_.p2p_elems), 0.0));
   Job job;
-  t.start_ms = now();
+  t.start_ms = t.ready_ms;
   for (size_t j = 0; j < in.p2p.size(); ++j) {
     const P2POp& op = in.p2p[j];
     if (is_send(op.kind)) fill_p2p(bufs[j], prog_.rank.v, op, step_);
@@ -150,8 +141,13 @@ void Device::batch(int32_t k) {
 }
 
 void Device::finish_comm(InstrTiming& t, double model_end_ms) {
-  if (opts_.comm_time == CommTime::MODEL && model_end_ms > now()) sleep_until_ms(t0_ + model_end_ms);
+  // The real operation's completion, or the modelled one when later (device time; the thread
+  // sleeps to it so that what follows runs no earlier than it).
   t.end_ms = now();
+  if (opts_.comm_time == CommTime::MODEL && model_end_ms > t.end_ms) {
+    t.end_ms = model_end_ms;
+    sleep_until_ms(t0_ + model_end_ms);
+  }
 }
 
 void Device::collective(int32_t k) {
@@ -166,7 +162,7 @@ void Device::collective(int32_t k) {
   std::vector<double> data(static_cast<size_t>(gather ? n / shard : n));
   if (gather) fill_param(data, prog_.rank.v, in.stage, step_);
   else fill_grad(data, prog_.rank.v, in.stage, step_);
-  t.start_ms = now();
+  t.start_ms = t.ready_ms;
   // The straggler model's arrival delay, exactly as the simulator applies it.
   double arrival = t.start_ms + cost_.arrival_delay_ms(prog_, in);
   if (arrival > t.start_ms) sleep_until_ms(t0_ + arrival);
@@ -195,15 +191,16 @@ void Device::collective(int32_t k) {
   if (bad) fail(k, *bad);
 }
 
-void Device::fire(int32_t event) {
+void Device::fire(int32_t event, double at_ms) {
   std::lock_guard lock(event_mu_);
-  fired_[static_cast<size_t>(event)] = 1;
+  fired_[static_cast<size_t>(event)] = at_ms;
   event_cv_.notify_all();
 }
 
-void Device::wait_event(int32_t event) {
+double Device::wait_event(int32_t event) {
   std::unique_lock lock(event_mu_);
-  event_cv_.wait(lock, [&] { return fired_[static_cast<size_t>(event)] != 0; });
+  event_cv_.wait(lock, [&] { return fired_[static_cast<size_t>(event)] >= 0; });
+  return fired_[static_cast<size_t>(event)];
 }
 
 void Device::fail(int32_t k, const std::string& what) {

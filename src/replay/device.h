@@ -44,7 +44,6 @@ class Device {
     std::atomic<int32_t> done{0};      // instructions completed
     std::atomic<Job*> job{nullptr};    // the communication it waits for (for the hang report)
     double last_end_ms = 0;            // end of the previous instruction on the stream
-    double chain_ms = -1;              // planned end of the last compute, while only compute/RECORD followed
   };
 
   void host();
@@ -54,8 +53,8 @@ class Device {
   void batch(int32_t k);
   void collective(int32_t k);
   void finish_comm(InstrTiming& t, double model_end_ms);
-  void fire(int32_t event);
-  void wait_event(int32_t event);
+  void fire(int32_t event, double at_ms);
+  double wait_event(int32_t event);  // the event's device time, once it has fired
   void fail(int32_t k, const std::string& what);
   double now() const;
   bool all_done() const;
@@ -73,7 +72,7 @@ class Device {
   std::vector<InstrTiming> timing_;
   std::mutex event_mu_;
   std::condition_variable event_cv_;
-  std::vector<char> fired_;
+  std::vector<double> fired_;  // per event: device time it fired, -1 not yet
   std::mutex err_mu_;
   std::vector<std::string> errors_;
 };
