@@ -115,7 +115,9 @@ TEST(ReplayPlan, TagsPairLikeTheEngineAndCollectivesAgreePerGroup) {
           const auto key = std::pair{plans[p].group_color[comm], ph.seq};
           const auto val = std::pair{ph.op, set.programs[p].instrs[k].stage.v};
           const auto [it, fresh] = seen.emplace(key, val);
-          if (!fresh) EXPECT_EQ(it->second, val);
+          if (!fresh) {
+            EXPECT_EQ(it->second, val);
+          }
         }
     EXPECT_FALSE(seen.empty());
   }
