@@ -11,5 +11,12 @@ cmake --build build-asan -j"$JOBS"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$JOBS" --timeout 600
 
+echo "== replay under ThreadSanitizer (docs/replay.md) =="
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPPSTREAM_SANITIZE=thread -DPPSTREAM_TESTS=OFF -DPPSTREAM_BENCH=OFF >/dev/null
+cmake --build build-tsan -j"$JOBS" --target ppstream
+TSAN_OPTIONS="suppressions=$PWD/scripts/tsan-openmpi.supp halt_on_error=1 exitcode=66" \
+  build-tsan/ppstream replay --set pipeline_parallel_size=2 --set num_layers=4 --set micro_batch_num=4 \
+  --set data_parallel.mode=fsdp --set data_parallel.shard_size=2 --reduce-grad both --timeout 120 >/dev/null
+
 echo "== Python tests =="
 .venv/bin/python -m pytest -q tests/python "$@"
