@@ -32,7 +32,9 @@ std::vector<std::string> mpirun_argv(const std::vector<std::string>& argv, int32
                                 // Shared memory without single-copy (CMA needs ptrace rights containers lack).
                                 "--mca", "btl_vader_single_copy_mechanism", "none"};
   if (geteuid() == 0) a.emplace_back("--allow-run-as-root");
-  if (!hostfile.empty()) a.insert(a.end(), {"--hostfile", hostfile});
+  // One host: shared memory only (no TCP setup); a hostfile needs TCP between hosts.
+  if (hostfile.empty()) a.insert(a.end(), {"--mca", "btl", "self,vader"});
+  else a.insert(a.end(), {"--hostfile", hostfile});
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   a.push_back(ec ? argv.at(0) : self.string());
