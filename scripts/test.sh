@@ -20,5 +20,12 @@ if [ "${FUZZ_SECONDS:-15}" -gt 0 ]; then
   bash scripts/fuzz.sh "${FUZZ_SECONDS:-15}" $FUZZ_TARGETS
 fi
 
+echo "== replay under ThreadSanitizer (docs/replay.md) =="
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPPSTREAM_SANITIZE=thread -DPPSTREAM_TESTS=OFF -DPPSTREAM_BENCH=OFF >/dev/null
+cmake --build build-tsan -j"$JOBS" --target ppstream
+TSAN_OPTIONS="suppressions=$PWD/scripts/tsan-openmpi.supp halt_on_error=1 exitcode=66" \
+  build-tsan/ppstream replay --set pipeline_parallel_size=2 --set num_layers=4 --set micro_batch_num=4 \
+  --set data_parallel.mode=fsdp --set data_parallel.shard_size=2 --reduce-grad both --timeout 120 >/dev/null
+
 echo "== Python tests =="
 .venv/bin/python -m pytest -q tests/python "$@"

@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   ppstream::cli::register_simulate(app, exit_code);
   ppstream::cli::register_analyze(app, exit_code);
   ppstream::cli::register_train(app, exit_code);
+#ifdef PPSTREAM_HAVE_REPLAY
+  ppstream::cli::register_replay(app, exit_code, argc, argv);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -11,9 +11,9 @@ constexpr double kUsPerMs = 1000.0;
 }  // namespace
 
 void write_chrome_trace(std::ostream& out, const ProgramSet& set, const EngineResult& run, const CostModel& /*cost*/,
-                        const ProgramFilter& filter, const std::string& metrics_json) {
+                        const ProgramFilter& filter, const std::string& metrics_json, const std::string& producer) {
   using analyze::SliceKind;
-  analyze::TraceWriter w("simulator", true);
+  analyze::TraceWriter w(producer, true);
   if (!metrics_json.empty()) w.set_producer_metrics(metrics_json);
   for (size_t p = 0; p < set.programs.size(); ++p) {
     const Program& prog = set.programs[p];

@@ -22,9 +22,11 @@ using ProgramFilter = std::function<bool(const Program&)>;
 // the rank, args.kind compute | p2p | collective | stream_wait. A collective issued on `compute`
 // is drawn on a stream "compute:hccl" while compute shows EVENT_WAIT (event "CommHandle.wait"),
 // as on Ascend (HCCL runs on its own stream; CommHandle.wait blocks the current one).
-// `metrics_json` (an object, may be empty) is stored as the producer's metrics.
+// `metrics_json` (an object, may be empty) is stored as the producer's metrics; `producer` names
+// who measured the timings ("simulator", or "replay" for replay's measured runs).
 void write_chrome_trace(std::ostream& out, const ProgramSet& set, const EngineResult& run, const CostModel& cost,
-                        const ProgramFilter& filter = {}, const std::string& metrics_json = "");
+                        const ProgramFilter& filter = {}, const std::string& metrics_json = "",
+                        const std::string& producer = "simulator");
 
 // One panel of the SVG: a title and a run.
 struct SvgPanel {

@@ -1,0 +1,46 @@
+"""Measured vs simulated for one replay --json document (stdin): step time, PP rank 1's
+backward-receive wait, per-rank compute waits, and replay's P2P overhead (measured transfer −
+modelled). Prints a table; asserts nothing (docs/replay.md, "Bench")."""
+import json
+import sys
+
+d = json.load(sys.stdin)
+d["replay"]["zero_cost"] = "--zero-cost" in sys.argv
+pp1 = d["world"]["replicate"] * d["world"]["shard"]  # global rank of PP rank 1 in replica 0
+# The event of PP rank 1's longest P2P wait under inline (the seed's chain), else under any policy.
+base = d["policies"].get("inline") or next(iter(d["policies"].values()))
+chain = max((w for w in base["compute_waits"] if w["kind"] == "p2p" and w["rank"] == pp1),
+            key=lambda w: w["wait_ms"], default=None)
+runs = {}
+for pol, m in d["policies"].items():
+    s = d["simulated"]["policies"][pol]
+    runs[pol] = (m, s)
+    print(f"== {pol}")
+    print(f"  {'figure':<34}{'measured':>11}{'simulated':>11}{'ratio':>8}")
+    def row(name, a, b):
+        print(f"  {name:<34}{a:>11.3f}{b:>11.3f}{(a / b if b else float('nan')):>8.3f}")
+    row("step_time_ms", m["step_time_ms"], s["step_time_ms"])
+    for mr, sr in zip(m["pp_rank_summary"], s["pp_rank_summary"]):
+        row(f"pp{mr['pp_rank']} max_compute_wait_ms", mr["max_compute_wait_ms"], sr["max_compute_wait_ms"])
+    if chain:
+        def wait(doc):
+            return next((w["wait_ms"] for w in doc["compute_waits"] if w["rank"] == pp1 and w["event"] == chain["event"]), 0.0)
+        row(f"pp1 {chain['event']} wait_ms", wait(m), wait(s))
+    over = [p["end_ms"] - p["matched_ms"] for p in m["pp_wait_ms"]]
+    mod = [p["end_ms"] - p["matched_ms"] for p in s["pp_wait_ms"]]
+    if over:
+        print(f"  P2P transfer (end - matched) mean ms: measured {sum(over) / len(over):.3f}, "
+              f"modelled {sum(mod) / max(len(mod), 1):.3f}, max measured {max(over):.3f}")
+if "inline" in runs and "async" in runs and not d["replay"]["zero_cost"]:
+    dm = runs["async"][0]["step_time_ms"] - runs["inline"][0]["step_time_ms"]
+    ds = runs["async"][1]["step_time_ms"] - runs["inline"][1]["step_time_ms"]
+    print(f"step-time change inline -> async: measured {dm:.1f} ms, simulated {ds:.1f} ms, ratio {dm / ds:.3f}")
+
+# Replay's own cost per instruction: with every compute and transfer modelled at zero, the
+# measured step is pure runtime overhead (threads, events, MPI progress) spread over the
+# instructions of one rank's program.
+if d["replay"].get("zero_cost"):
+    for pol, m in d["policies"].items():
+        per_rank = m["instructions"] / m["programs"]
+        print(f"{pol}: {m['step_time_ms']:.2f} ms for {per_rank:.0f} instructions per rank: "
+              f"{m['step_time_ms'] * 1000 / per_rank:.1f} us per instruction")

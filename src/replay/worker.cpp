@@ -1,0 +1,218 @@
+// One replay process (inside mpirun/srun): initialise MPI at MPI_THREAD_FUNNELED (this thread
+// owns every MPI call), build the verified world, split the shard / replicate communicators
+// with the engine's group ids, run each step on the emulated device from a common start time,
+// gather every rank's timings on rank 0 and report measured against simulated.
+#include <fmt/format.h>
+#include <mpi.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <numeric>
+
+#include "ppstream/lower/lower.h"
+#include "ppstream/replay/replay.h"
+#include "ppstream/sim/trace.h"
+#include "ppstream/verify/verify.h"
+#include "replay/clock.h"
+#include "replay/device.h"
+#include "replay/measure.h"
+#include "replay/plan.h"
+
+namespace ppstream::replay {
+namespace {
+
+constexpr double kStartLeadMs = 100;  // rank 0 announces each step's start this far ahead
+constexpr int kTimeoutExit = 124;
+
+sim::CostSpec cost_of(const PipelineConfig& cfg) {
+  const auto it = cfg.extra_sections.find("cost");
+  return it == cfg.extra_sections.end() ? sim::CostSpec{} : sim::parse_cost_spec(it->second, cfg.num_stages());
+}
+sim::StragglerSpec straggler_of(const PipelineConfig& cfg, const World& w) {
+  const auto it = cfg.extra_sections.find("straggler");
+  return it == cfg.extra_sections.end() ? sim::StragglerSpec{} : sim::parse_straggler_spec(it->second, w, cfg.num_stages());
+}
+
+// A common step start: rank 0's clock + lead, broadcast (one host shares CLOCK_REALTIME).
+double common_start() {
+  double t = now_ms() + kStartLeadMs;
+  MPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  return t;
+}
+
+// Every rank's timings of one step, on rank 0 (others get an empty vector).
+std::vector<std::vector<InstrTiming>> gather_timings(const ProgramSet& set, int me, const std::vector<InstrTiming>& mine) {
+  std::vector<double> flat;
+  for (const InstrTiming& t : mine) flat.insert(flat.end(), {t.issue_ms, t.ready_ms, t.start_ms, t.end_ms});
+  const auto n = static_cast<int>(set.programs.size());
+  std::vector<int> counts(static_cast<size_t>(n)), displs(static_cast<size_t>(n));
+  int total = 0;
+  for (int p = 0; p < n; ++p) {
+    counts[static_cast<size_t>(p)] = static_cast<int>(set.programs[static_cast<size_t>(p)].instrs.size()) * 4;
+    displs[static_cast<size_t>(p)] = total;
+    total += counts[static_cast<size_t>(p)];
+  }
+  std::vector<double> all(me == 0 ? static_cast<size_t>(total) : 0);
+  MPI_Gatherv(flat.data(), static_cast<int>(flat.size()), MPI_DOUBLE, all.data(), counts.data(), displs.data(),
+              MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  std::vector<std::vector<InstrTiming>> out;
+  if (me != 0) return out;
+  for (int p = 0; p < n; ++p) {
+    std::vector<InstrTiming> v(set.programs[static_cast<size_t>(p)].instrs.size());
+    for (size_t k = 0; k < v.size(); ++k) {
+      const double* d = &all[static_cast<size_t>(displs[static_cast<size_t>(p)]) + 4 * k];
+      v[k] = {d[0], d[1], d[2], d[3]};
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+void write_traces(const std::string& dir, ReducePolicy policy, const ProgramSet& set, const EngineResult& run,
+                  const CostModel& cost) {
+  for (const Program& p : set.programs) {
+    const std::string path = fmt::format("{}/replay.{}.rank{}.json", dir, to_string(policy), p.rank.v);
+    std::ofstream f(path);
+    if (!f) throw std::invalid_argument("replay: cannot write " + path);
+    const Rank r = p.rank;
+    sim::write_chrome_trace(f, set, run, cost, [r](const Program& q) { return q.rank == r; }, "", "replay");
+  }
+}
+
+struct PolicyOutcome {
+  bool ok = true;
+  std::optional<sim::PolicyRun> run;  // rank 0
+};
+
+// Runs every step of one policy on this rank. Exits the process on a hang (after the report).
+PolicyOutcome run_policy(const PipelineConfig& cfg, const ReplayOptions& opts, ReducePolicy policy, int me) {
+  const ProgramSet set = verified_world(cfg, policy);
+  const size_t prog = static_cast<size_t>(me);
+  const sim::CostSpec cost = cost_of(cfg);
+  PipelineConfig c = cfg;
+  if (policy != ReducePolicy::NONE) c.reduce_grad = policy;
+  const sim::SimCostModel model(set, c, cost, sim::StragglerModel(straggler_of(cfg, set.world), set.world, 0));
+  const RankPlan plan = make_plan(set, prog, c, cost, opts.max_buffer_bytes);
+  std::array<MPI_Comm, 3> p2p_comm;
+  MPI_Comm shard_comm, repl_comm;
+  for (MPI_Comm& comm : p2p_comm) MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_split(MPI_COMM_WORLD, plan.group_color[0], me, &shard_comm);
+  MPI_Comm_split(MPI_COMM_WORLD, plan.group_color[1], me, &repl_comm);
+  Progress progress(p2p_comm, {shard_comm, repl_comm}, opts.poll_us);
+  Device device(set, plan, model, progress, opts);
+  PolicyOutcome out;
+  std::vector<double> step_times;
+  StepResult last;
+  for (int32_t step = 0; step < opts.steps; ++step) {
+    const double t0 = common_start();
+    progress.reset_sequences();
+    last = device.run_step(step, t0, t0 + opts.timeout_s * 1000);
+    if (!last.completed) {
+      std::cerr << fmt::format("replay: {} step {} timed out after {} s on r{}\n{}", to_string(policy), step,
+                               opts.timeout_s, me, last.hang_report)
+                << std::flush;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // let the other ranks report too
+      std::_Exit(kTimeoutExit);
+    }
+    for (const std::string& e : last.errors) std::cerr << "replay: check failed: " << e << "\n";
+    int bad = last.errors.empty() ? 0 : 1, any = 0;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any) out.ok = false;
+    double end = 0, step_ms = 0;
+    for (const InstrTiming& t : last.timing) end = std::max(end, t.end_ms);
+    MPI_Reduce(&end, &step_ms, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    step_times.push_back(step_ms);
+  }
+  auto timings = gather_timings(set, me, last.timing);
+  for (MPI_Comm& comm : p2p_comm) MPI_Comm_free(&comm);
+  MPI_Comm_free(&shard_comm);
+  MPI_Comm_free(&repl_comm);
+  if (me == 0) {
+    const EngineResult run = measured_run(set, std::move(timings));
+    out.run = measured_policy_run(set, policy, run, model, step_times);
+    if (!opts.trace_dir.empty()) write_traces(opts.trace_dir, policy, set, run, MeasuredCost(set, run, model));
+  }
+  return out;
+}
+
+std::string settings_json(const ReplayOptions& o, int np) {
+  return fmt::format(R"({{"processes":{},"steps":{},"max_buffer_bytes":{},"comm_time":"{}","poll_us":{},"mpi_thread":"funneled","clock":"CLOCK_REALTIME"}})",
+                     np, o.steps, o.max_buffer_bytes, o.comm_time == CommTime::MODEL ? "model" : "real", o.poll_us);
+}
+
+}  // namespace
+
+void require_verified(const ProgramSet& set, const std::string& what) {
+  const auto violations = verify(set, {});
+  if (violations.empty()) return;
+  std::string msg = fmt::format("replay: the {} programs do not verify ({} violation(s)); refusing to run them:", what,
+                                violations.size());
+  for (const Violation& v : violations) msg += "\n  " + v.to_string();
+  throw std::invalid_argument(msg);
+}
+
+ProgramSet verified_world(const PipelineConfig& cfg, ReducePolicy policy) {
+  PipelineConfig c = cfg;
+  if (policy != ReducePolicy::NONE) c.reduce_grad = policy;
+  LowerOptions once;
+  once.verify_each_pass = false;
+  require_verified(compile(c, once), to_string(policy));
+  LowerOptions lo;
+  lo.expanded = true;
+  lo.verify_each_pass = false;
+  return compile(c, lo);
+}
+
+bool under_launcher() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+
+int run_worker(const PipelineConfig& cfg, const ReplayOptions& opts) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // the launcher (mpirun) dies → this worker dies
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  int me = 0, np = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &np);
+  std::vector<ReducePolicy> policies = opts.policies;
+  if (policies.empty()) policies = {cfg.mode == DPMode::NONE ? ReducePolicy::NONE : cfg.reduce_grad};
+  const World world = cfg.world(true);
+  const int64_t want = int64_t{world.pp} * world.dp();
+  if (provided < MPI_THREAD_FUNNELED || np != want) {
+    if (me == 0)
+      std::cerr << (np != want ? fmt::format("replay: the config's world has {} ranks (pp {} x dp {}); got {} processes; "
+                                             "run with -np {}\n", want, world.pp, world.dp(), np, want)
+                               : "replay: MPI does not provide MPI_THREAD_FUNNELED\n");
+    MPI_Finalize();
+    return 2;
+  }
+  bool ok = true;
+  std::vector<sim::PolicyRun> runs;
+  for (ReducePolicy policy : policies) {
+    PolicyOutcome o = run_policy(cfg, opts, policy, me);
+    ok = ok && o.ok;
+    if (o.run) runs.push_back(std::move(*o.run));
+  }
+  if (me == 0) {
+    sim::SimOptions so;
+    so.policies = policies;
+    so.cluster = true;
+    const sim::SimReport simulated = sim::simulate(cfg, so);
+    sim::SimReport measured = simulated;
+    measured.runs = std::move(runs);
+    std::cout << (opts.json ? replay_json(measured, simulated, settings_json(opts, np)) + "\n"
+                            : replay_table(measured, simulated))
+              << std::flush;
+    if (!ok) std::cerr << "replay: FAILED: a transfer or reduction did not hold the expected values (see above)\n";
+  }
+  MPI_Finalize();
+  return ok ? 0 : 1;
+}
+
+}  // namespace ppstream::replay

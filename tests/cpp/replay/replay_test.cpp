@@ -1,0 +1,176 @@
+// replay without MPI processes: buffer contents and their exact checks, the per-rank plan (P2P
+// tags pair as the engine pairs ops, collective order agrees across each group), and the
+// measurement path (simulated timings fed through MeasuredCost give the simulator's metrics).
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include <algorithm>
+
+#include "ppstream/config/config.h"
+#include "ppstream/lower/lower.h"
+#include "ppstream/replay/replay.h"
+#include "ppstream/sim/simulate.h"
+#include "replay/contents.h"
+#include "replay/measure.h"
+#include "replay/plan.h"
+
+namespace ppstream::replay {
+namespace {
+
+PipelineConfig small_hsdp(const std::string& policy = "async", const std::string& extra = "") {
+  return load_config_text(R"(pipeline_parallel_size: 2
+pipeline_parallel_interleave_num: 2
+num_layers: 8
+micro_batch_num: 4
+pipeline_parallel_overlap_p2p: true
+pipeline_parallel_overlap_b_f: true
+pipeline_parallel_p2p_transport: multi_stream
+schedule: interleaved_1f1b
+data_parallel: {mode: hsdp, shard_size: 2, replicate_size: 2, reduce_grad: )" + policy + R"(}
+cost: {forward_ms_per_layer: 1.0, backward_ms_per_layer: 2.0, p2p_latency_ms: 0.1, activation_bytes: 4096,
+       grad_bytes_per_layer: 1.0e6, param_bytes_per_layer: 1.0e6, collective_alpha_ms: 0.1,
+       shard_bandwidth_gb_per_s: 10, replicate_bandwidth_gb_per_s: 5}
+)" + extra);
+}
+
+TEST(ReplayContents, ReducedSumIsCheckedExactly) {
+  const std::vector<int32_t> members = {4, 5, 6, 7};
+  const Stage s{3};
+  std::vector<double> sum(8, 0.0), mine(8);
+  for (int32_t m : members) {
+    fill_grad(mine, m, s, 1);
+    for (size_t j = 0; j < 8; ++j) sum[j] += mine[j];
+  }
+  EXPECT_EQ(check_reduced(sum, 0, members, s, 1), std::nullopt);
+  std::vector<double> chunk(sum.begin() + 4, sum.end());
+  EXPECT_EQ(check_reduced(chunk, 1, members, s, 1), std::nullopt);
+  EXPECT_NE(check_reduced(chunk, 0, members, s, 1), std::nullopt);  // wrong chunk
+  sum[5] += 1;
+  const auto bad = check_reduced(sum, 0, members, s, 1);
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_NE(bad->find("element 5"), std::string::npos) << *bad;
+  EXPECT_NE(check_reduced(sum, 0, {4, 5, 6}, s, 1), std::nullopt);  // a missing member
+}
+
+TEST(ReplayContents, ReceiveChecksTheMirrorOfItsSend) {
+  const P2POp send{P2PKind::SEND_F, Microbatch{3}, Stage{0}, Rank{1}};
+  std::vector<double> buf(16);
+  fill_p2p(buf, 0, send, 0);
+  const P2POp recv = mirror_of(send, Rank{0});  // RECV_F mb3 s1 <-r0, as r1 writes it
+  EXPECT_EQ(check_p2p(buf, Rank{1}, recv, 0), std::nullopt);
+  EXPECT_NE(check_p2p(buf, Rank{1}, recv, 1), std::nullopt);  // another step's data
+  P2POp other = recv;
+  other.mb = Microbatch{2};
+  EXPECT_NE(check_p2p(buf, Rank{1}, other, 0), std::nullopt);  // another microbatch's data
+}
+
+TEST(ReplayContents, GatherIsCheckedPerMember) {
+  const std::vector<int32_t> members = {2, 3};
+  std::vector<double> out(8), part(4);
+  for (size_t i = 0; i < 2; ++i) {
+    fill_param(part, members[i], Stage{1}, 0);
+    std::copy(part.begin(), part.end(), out.begin() + static_cast<long>(4 * i));
+  }
+  EXPECT_EQ(check_gathered(out, members, Stage{1}, 0), std::nullopt);
+  EXPECT_NE(check_gathered(out, {3, 2}, Stage{1}, 0), std::nullopt);
+}
+
+TEST(ReplayPlan, TagsPairLikeTheEngineAndCollectivesAgreePerGroup) {
+  const PipelineConfig cfg = small_hsdp();
+  const ProgramSet set = verified_world(cfg, ReducePolicy::ASYNC);
+  ASSERT_EQ(set.programs.size(), 8u);
+  const sim::CostSpec cost = sim::parse_cost_spec(cfg.extra_sections.at("cost"), cfg.num_stages());
+  std::vector<RankPlan> plans;
+  for (size_t p = 0; p < set.programs.size(); ++p) plans.push_back(make_plan(set, p, cfg, cost, 1 << 20));
+  // (sender, receiver, tag) → the op as sent, and each receive must find its mirror there.
+  std::map<std::tuple<int32_t, int32_t, int>, P2POp> sent;
+  for (size_t p = 0; p < set.programs.size(); ++p)
+    for (size_t k = 0; k < set.programs[p].instrs.size(); ++k) {
+      const Instr& in = set.programs[p].instrs[k];
+      for (size_t j = 0; j < in.p2p.size(); ++j)
+        if (is_send(in.p2p[j].kind)) sent[{set.programs[p].rank.v, in.p2p[j].peer.v, plans[p].instrs[k].tags[j]}] = in.p2p[j];
+    }
+  size_t recvs = 0;
+  for (size_t p = 0; p < set.programs.size(); ++p)
+    for (size_t k = 0; k < set.programs[p].instrs.size(); ++k) {
+      const Instr& in = set.programs[p].instrs[k];
+      for (size_t j = 0; j < in.p2p.size(); ++j) {
+        if (is_send(in.p2p[j].kind)) continue;
+        const Rank self = set.programs[p].rank;
+        const auto it = sent.find({in.p2p[j].peer.v, self.v, plans[p].instrs[k].tags[j]});
+        ASSERT_NE(it, sent.end());
+        EXPECT_EQ(it->second, mirror_of(in.p2p[j], self));
+        ++recvs;
+      }
+    }
+  EXPECT_EQ(recvs, sent.size());
+  // Members of one group (same color) list the same (op, stage) at each position.
+  for (int comm : {kShardComm, kReplicateComm}) {
+    std::map<std::pair<int32_t, int64_t>, std::pair<CollOp, int32_t>> seen;
+    for (size_t p = 0; p < set.programs.size(); ++p)
+      for (size_t k = 0; k < set.programs[p].instrs.size(); ++k)
+        for (const CollPhase& ph : plans[p].instrs[k].phases) {
+          if (ph.comm != comm) continue;
+          const auto key = std::pair{plans[p].group_color[comm], ph.seq};
+          const auto val = std::pair{ph.op, set.programs[p].instrs[k].stage.v};
+          const auto [it, fresh] = seen.emplace(key, val);
+          if (!fresh) {
+            EXPECT_EQ(it->second, val);
+          }
+        }
+    EXPECT_FALSE(seen.empty());
+  }
+  EXPECT_EQ(plans[5].shard_members, (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(plans[5].replicate_members, (std::vector<int32_t>{5, 7}));
+  EXPECT_EQ(plans[5].dp_members, (std::vector<int32_t>{4, 5, 6, 7}));
+}
+
+TEST(ReplayMeasure, SimulatedTimingsGiveTheSimulatorsMetrics) {
+  const PipelineConfig cfg = small_hsdp(
+      "inline", "straggler: {tails: [{pp_rank: 1, dp_index: 3, delay_ms: 5, collectives: [reduce_grad]}]}\n");
+  sim::SimOptions so;
+  so.cluster = true;
+  const sim::SimReport rep = sim::simulate(cfg, so);
+  const ProgramSet set = verified_world(cfg, ReducePolicy::INLINE);
+  const sim::CostSpec cost = sim::parse_cost_spec(cfg.extra_sections.at("cost"), cfg.num_stages());
+  const sim::SimCostModel model(set, cfg, cost,
+                                sim::StragglerModel(sim::parse_straggler_spec(cfg.extra_sections.at("straggler"), set.world,
+                                                                              cfg.num_stages()),
+                                                    set.world, 0));
+  EngineOptions eo;
+  eo.platform = PlatformKind::ASCEND_MINDSPORE;
+  eo.cost = &model;
+  const EngineResult sim_run = run_engine(set, eo);
+  const EngineResult run = measured_run(set, sim_run.timing);
+  const sim::PolicyRun pr = measured_policy_run(set, ReducePolicy::INLINE, run, model, {run.makespan_ms});
+  const sim::SimMetrics& a = pr.metrics;
+  const sim::SimMetrics& b = rep.runs.at(0).metrics;
+  EXPECT_DOUBLE_EQ(a.step_time_ms, b.step_time_ms);
+  EXPECT_DOUBLE_EQ(a.reduce_exposed_ms, b.reduce_exposed_ms);
+  ASSERT_EQ(a.ranks.size(), b.ranks.size());
+  for (size_t r = 0; r < a.ranks.size(); ++r) EXPECT_NEAR(a.ranks[r].compute_wait_ms, b.ranks[r].compute_wait_ms, 1e-9);
+  ASSERT_EQ(a.p2p.size(), b.p2p.size());
+  for (size_t k = 0; k < a.p2p.size(); ++k) EXPECT_NEAR(a.p2p[k].pp_wait_ms(), b.p2p[k].pp_wait_ms(), 1e-9) << a.p2p[k].text;
+  EXPECT_EQ(a.critical_path.size(), b.critical_path.size());
+}
+
+TEST(ReplayWorld, RefusesAProgramSetTheVerifierRejects) {
+  LowerOptions once;
+  once.verify_each_pass = false;
+  ProgramSet set = compile(small_hsdp(), once);
+  EXPECT_NO_THROW(require_verified(set, "async"));
+  // Drop rank 1's first RECORD: its WAIT can never start (the event rule, then deadlock).
+  auto& instrs = set.programs.at(1).instrs;
+  instrs.erase(std::find_if(instrs.begin(), instrs.end(), [](const Instr& i) { return i.op == OpKind::RECORD; }));
+  try {
+    require_verified(set, "async");
+    FAIL() << "accepted a program set the verifier rejects";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("refusing to run"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("r1"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ppstream::replay
