@@ -103,10 +103,22 @@ class Head(nn.Cell):
         return -(logp * onehot_labels).sum(axis=-1).mean()
 
 
+def activation_spec(cfg: dict, micro_batch_size: int) -> tuple[tuple[int, ...], object]:
+    """Shape and dtype of every stage boundary tensor (activation, and its gradient): (b, T, H), float32."""
+    return (micro_batch_size, cfg["seq_len"], cfg["hidden"]), ms.float32
+
+
 def one_hot(ids: np.ndarray, vocab: int) -> ms.Tensor:
     out = np.zeros(ids.shape + (vocab,), np.float32)
     np.put_along_axis(out, ids[..., None].astype(np.int64), 1.0, axis=-1)
     return ms.Tensor(out)
+
+
+class RunCounter:
+    """A plain counter object (a Cell attribute that MindSpore leaves alone)."""
+
+    def __init__(self) -> None:
+        self.n = 0
 
 
 class StageCell(nn.Cell):
@@ -123,6 +135,7 @@ class StageCell(nn.Cell):
         self.embed = Embedding(cfg, seed) if first else None
         self.blocks = nn.CellList([Block(cfg, seed, l) for l in range(layers[0], layers[1] + 1)])
         self.head = Head(cfg, seed, num_layers) if last else None
+        self.runs = RunCounter()  # how many times construct ran (a recompute would show here)
 
     def named_params(self) -> list[tuple[str, ms.Parameter]]:
         """(global name, Parameter) in a fixed order: the flat layout of the HSDP state."""
@@ -134,6 +147,7 @@ class StageCell(nn.Cell):
                 for p in c.get_parameters(expand=False)]
 
     def construct(self, x, labels):
+        self.runs.n += 1
         if self.embed is not None:
             x = self.embed(x)
         for blk in self.blocks:

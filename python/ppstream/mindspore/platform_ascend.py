@@ -23,7 +23,7 @@ from ppstream.mindspore.platform_base import P2P, Platform
 
 
 class AscendPlatform(Platform):
-    name = "ascend-hccl"
+    profile = "ascend-mindspore"
 
     def __init__(self) -> None:
         super().__init__()
@@ -37,7 +37,7 @@ class AscendPlatform(Platform):
                 create_group(g.name, list(g.ranks))
         self.streams["compute"] = ms.runtime.current_stream()
 
-    def begin_step(self) -> None:
+    def _begin_step(self) -> None:
         self.events = {}
 
     def _stream(self, name: str):
@@ -60,37 +60,28 @@ class AscendPlatform(Platform):
             raise RuntimeError(f"{self.instr_text}: WAIT {event} before its RECORD (program not verified?)")
         ms.runtime.current_stream().wait_event(ev)
 
-    def all_gather(self, t, group: Group, tag: str):
-        self.counts[tag] += 1
-        if group.size == 1:
-            return t
+    def _all_gather(self, t, group: Group):
         out = ops.zeros((t.shape[0] * group.size,), t.dtype)
         dist.all_gather_into_tensor(out, t, group=group.name, async_op=True).wait()
         return out
 
-    def reduce_scatter_sum(self, t, group: Group, tag: str):
-        self.counts[tag] += 1
-        if group.size == 1:
-            return t
+    def _reduce_scatter_sum(self, t, group: Group):
         out = ops.zeros((t.shape[0] // group.size,), t.dtype)
         dist.reduce_scatter_tensor(out, t, group=group.name, async_op=True).wait()
         return out
 
-    def all_reduce_sum(self, t, group: Group, tag: str):
-        self.counts[tag] += 1
+    def _all_reduce_sum(self, t, group: Group):
         t = t.copy()
-        if group.size > 1:
-            dist.all_reduce(t, group=group.name, async_op=True).wait()
+        dist.all_reduce(t, group=group.name, async_op=True).wait()
         return t
 
-    def p2p_batch(self, p2p_ops: list[P2P], tag: str) -> list:
+    def _p2p_batch(self, p2p_ops: list[P2P]) -> list:
         ms_ops, received = [], []
         for op in p2p_ops:
-            self.counts[tag + " " + op.kind] += 1
             if op.is_send:
                 ms_ops.append(dist.P2POp(dist.isend, op.tensor, op.peer, group=self.world))
             else:
-                buf = ops.zeros(op.shape, ms.float32)
+                buf = ops.zeros(op.shape, op.dtype)
                 received.append(buf)
                 ms_ops.append(dist.P2POp(dist.irecv, buf, op.peer, group=self.world))
         for h in dist.batch_isend_irecv(ms_ops):

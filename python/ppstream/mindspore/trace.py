@@ -1,8 +1,9 @@
 """HostTrace: a host-side Chrome trace (one per rank), one complete ("X") slice per instruction.
 
 Slices are named with the instruction's canonical text so a slice joins back to its
-instruction; ``pid`` is the rank, ``tid`` the stream the instruction was issued on, times in µs
-since the first slice. Opens in Perfetto / chrome://tracing.
+instruction; ``pid`` is the rank, ``tid`` the stream the instruction was issued on, ``ts`` in µs
+since the Unix epoch (the clock of MindSpore's profiler output, so host slices line up with its
+op lanes; intervals measured with ``perf_counter``). Opens in Perfetto / chrome://tracing.
 """
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ class HostTrace:
         self.rank = rank
         self.events: list[dict] = []
         self.t0 = time.perf_counter()
+        self.epoch_us = time.time_ns() / 1e3  # wall clock at t0
         self._tids: dict[str, int] = {}
 
     def now_us(self) -> float:
-        return (time.perf_counter() - self.t0) * 1e6
+        return self.epoch_us + (time.perf_counter() - self.t0) * 1e6
 
     def slice(self, name: str, stream: str, start_us: float, end_us: float, args: dict) -> None:
         tid = self._tids.setdefault(stream, len(self._tids))
