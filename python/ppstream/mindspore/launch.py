@@ -26,6 +26,20 @@ import time
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
+# Ascend communication-stream mode (MindSpore's MS_DEV_RUNTIME_CONF key multi_stream): "group"
+# gives every communication group its own device stream (MindSpore's default); "true" puts all
+# communication on one stream, which would queue a BWD_SEND behind the stage's reduction again
+# and undo the async policy; "false" runs it on the issuing stream. Set explicitly, never
+# inherited (docs/runtime.md, "Communication streams").
+COMM_STREAM_MODE = "group"
+
+
+def runtime_conf(existing: str) -> str:
+    """``existing`` MS_DEV_RUNTIME_CONF ("key:value,...") with multi_stream forced to COMM_STREAM_MODE."""
+    items = [kv for kv in existing.split(",") if kv.strip() and kv.split(":", 1)[0].strip() != "multi_stream"]
+    return ",".join(items + [f"multi_stream:{COMM_STREAM_MODE}"])
+
+
 class WorldTooLarge(ValueError):
     """The program set has more ranks than the workers the launcher was given."""
 

@@ -1,7 +1,9 @@
 """Platform: what issuing a communication or an event means on one device kind.
 
 The executor issues every instruction inside ``platform.stream(name)`` and calls only the
-public methods below. Each concrete platform names, in ``profile``, the C++ platform profile
+public methods below. The base tracks the current program stream and maps each collective's
+group to the communication group planned for that stream (``commplan.CommPlan``), so a
+platform's transport receives the group to issue on. Each concrete platform names, in ``profile``, the C++ platform profile
 its programs must be verified under (``ppstream._core.compile(..., platform=profile)``), and
 its ``name`` *is* that profile name. The base counts every call by ``tag``
 ("REDUCE_GRAD s3 reduce_scatter", "BATCH SEND_F") in ``counts`` and skips size-1 groups, so a
@@ -19,6 +21,7 @@ import collections
 import contextlib
 from typing import Iterator, Optional
 
+from ppstream.mindspore.commplan import CommPlan
 from ppstream.mindspore.groups import Group
 
 KNOWN_PROFILES = ("strict", "ascend-mindspore", "cpu-serial")  # src/engine/platform.cpp
@@ -53,6 +56,8 @@ class Platform(abc.ABC):
         self.step = 0
         self.instr_index = -1
         self.instr_text = ""  # the instruction being executed (for logs and errors)
+        self.plan: CommPlan | None = None
+        self._streams = ["compute"]  # program streams entered; outside any, the compute stream
 
     @property
     def name(self) -> str:
@@ -63,7 +68,26 @@ class Platform(abc.ABC):
         """Name plus wrappers, for logs ("cpu-serial+recording")."""
         return self.name
 
+    @property
+    def current_stream(self) -> str:
+        return self._streams[-1]
+
     # -- lifecycle (the executor calls these) ------------------------------------------------
+    def setup(self, plan: CommPlan) -> None:
+        """Creates the communication groups (called once, before the first step)."""
+        self.plan = plan
+        self._setup(plan)
+
+    @contextlib.contextmanager
+    def stream(self, name: str) -> Iterator[None]:
+        """Context in which the instructions of program stream ``name`` are issued."""
+        self._streams.append(name)
+        try:
+            with self._stream(name):
+                yield
+        finally:
+            self._streams.pop()
+
     def begin_step(self, step: int) -> None:
         self.step = step
         self._begin_step()
@@ -76,16 +100,16 @@ class Platform(abc.ABC):
     def all_gather(self, t, group: Group, tag: str):
         """Concatenation of every member's ``t`` (1-D), in group order."""
         self.counts[tag] += 1
-        return t if group.size == 1 else self._all_gather(t, group)
+        return t if group.size == 1 else self._all_gather(t, self._comm(group))
 
     def reduce_scatter_sum(self, t, group: Group, tag: str):
         """Sum over members of ``t`` (1-D, length size * L), then this member's L-slice."""
         self.counts[tag] += 1
-        return t if group.size == 1 else self._reduce_scatter_sum(t, group)
+        return t if group.size == 1 else self._reduce_scatter_sum(t, self._comm(group))
 
     def all_reduce_sum(self, t, group: Group, tag: str):
         self.counts[tag] += 1
-        return t if group.size == 1 else self._all_reduce_sum(t, group)
+        return t if group.size == 1 else self._all_reduce_sum(t, self._comm(group))
 
     def p2p_batch(self, ops: list[P2P], tag: str) -> list:
         """Runs one BATCH; returns the received tensors in the order of the RECV ops."""
@@ -93,17 +117,20 @@ class Platform(abc.ABC):
             self.counts[tag + " " + op.kind] += 1
         return self._p2p_batch(ops)
 
+    def _comm(self, group: Group) -> Group:
+        return group if self.plan is None else self.plan.collective(group, self.current_stream)
+
     # -- what a platform implements ----------------------------------------------------------
     @abc.abstractmethod
-    def setup(self, world_size: int, groups: list[Group]) -> None:
-        """Creates the communication groups (called once, before the first step)."""
+    def _setup(self, plan: CommPlan) -> None:
+        """Creates the groups of ``plan.groups()`` this platform uses, in that order."""
 
     def _begin_step(self) -> None:
         """Fresh events for a step (every event is recorded at most once per step)."""
 
     @abc.abstractmethod
-    def stream(self, name: str) -> contextlib.AbstractContextManager:
-        """Context in which instructions of program stream ``name`` are issued."""
+    def _stream(self, name: str) -> contextlib.AbstractContextManager:
+        """The device context of program stream ``name``."""
 
     @abc.abstractmethod
     def record(self, event: str) -> None: ...
@@ -149,16 +176,14 @@ class PlatformWrapper(Platform):
         super().begin_instr(index, instr)
         self.inner.begin_instr(index, instr)
 
-    def setup(self, world_size: int, groups: list[Group]) -> None:
-        self.inner.setup(world_size, groups)
+    def _setup(self, plan: CommPlan) -> None:
+        self.inner.setup(plan)
 
     def _begin_step(self) -> None:
         self.inner.begin_step(self.step)
 
-    @contextlib.contextmanager
-    def stream(self, name: str) -> Iterator[None]:
-        with self.inner.stream(name):
-            yield
+    def _stream(self, name: str):
+        return self.inner.stream(name)
 
     def record(self, event: str) -> None:
         self.inner.record(event)

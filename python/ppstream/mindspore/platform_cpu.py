@@ -5,6 +5,8 @@ not reduce_scatter_tensor, all_gather_into_tensor or batch_isend_irecv, and has 
 streams or events. The documented fallbacks: reduce-scatter = all-reduce then take this
 member's slice; all-gather = list all-gather then concatenate; a BATCH = its ops one by one in
 the listed order (programs verified under the ``cpu-serial`` profile are deadlock-free so).
+Collectives use the communication groups of the ``CommPlan`` (one per program stream), so the
+plan is exercised for real; P2P uses the world group.
 ``mindspore.runtime`` stream APIs are never called here; RECORD/WAIT are no-ops.
 """
 from __future__ import annotations
@@ -16,6 +18,7 @@ import mindspore.mint.distributed as dist
 from mindspore import ops
 from mindspore.communication import GlobalComm, create_group
 
+from ppstream.mindspore.commplan import CommPlan
 from ppstream.mindspore.groups import Group
 from ppstream.mindspore.platform_base import P2P, Platform
 
@@ -23,19 +26,19 @@ from ppstream.mindspore.platform_base import P2P, Platform
 class CpuPlatform(Platform):
     profile = "cpu-serial"
 
-    def setup(self, world_size: int, groups: list[Group]) -> None:
+    def _setup(self, plan: CommPlan) -> None:
         self.world = GlobalComm.WORLD_COMM_GROUP
         # mint.distributed.send/recv look up the rank of "hccl_world_group" (a default argument
         # bound when MindSpore is imported, before init() picks MCCL); on CPU that group does not
         # exist, so we create it as an alias of the world. Observed on MindSpore 2.10.0.
         if self.world != "hccl_world_group":
-            create_group("hccl_world_group", list(range(world_size)))
-        for g in groups:
-            if g.size > 1:
+            create_group("hccl_world_group", list(range(plan.world_size)))
+        for g in plan.groups():  # P2P stays on the world group: CPU runs it synchronously anyway
+            if g not in plan.p2p_groups():
                 create_group(g.name, list(g.ranks))
 
     @contextlib.contextmanager
-    def stream(self, name: str) -> Iterator[None]:
+    def _stream(self, name: str) -> Iterator[None]:
         yield  # no device streams on CPU: every call below is synchronous
 
     def record(self, event: str) -> None:

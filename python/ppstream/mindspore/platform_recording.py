@@ -8,9 +8,7 @@ text, "call": "collective"|"comm_wait"|"p2p"|"record"|"wait", "stream": current 
 """
 from __future__ import annotations
 
-import contextlib
 import json
-from typing import Iterator
 
 from ppstream.mindspore.groups import Group
 from ppstream.mindspore.platform_base import P2P, PlatformWrapper
@@ -20,21 +18,11 @@ class RecordingPlatform(PlatformWrapper):
 
     def __init__(self, inner) -> None:
         super().__init__(inner)
-        self.current = ["compute"]
         self.log: list[dict] = []
 
     def _log(self, call: str, what: str) -> None:
         self.log.append({"step": self.step, "i": self.instr_index, "text": self.instr_text, "call": call,
-                         "stream": self.current[-1], "what": what})
-
-    @contextlib.contextmanager
-    def stream(self, name: str) -> Iterator[None]:
-        self.current.append(name)
-        try:
-            with self.inner.stream(name):
-                yield
-        finally:
-            self.current.pop()
+                         "stream": self.current_stream, "what": what})
 
     def record(self, event: str) -> None:
         self._log("record", event)

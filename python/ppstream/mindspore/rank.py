@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import mindspore as ms
 
+from ppstream.mindspore.commplan import CommPlan
 from ppstream.mindspore.data import TextData, load_corpus
 from ppstream.mindspore.executor import ActivationSpec, Executor, Progress
 from ppstream.mindspore.groups import Topology
@@ -25,7 +26,7 @@ class RankRuntime:
                  progress: Progress | None = None, corpus=None):
         self.cfg, self.topo, self.platform = cfg, topo, platform
         m, t = cfg.model, cfg.train
-        platform.setup(topo.world_size, [topo.shard_group(), topo.replicate_group()])
+        platform.setup(CommPlan(topo, program))
         self.stages, self.states = self._build_stages(mode)
         self.data = TextData(load_corpus(t["data"]) if corpus is None else corpus, m["seq_len"],
                              t["micro_batch_size"], cfg.micro_batch_num, topo.dp, t["seed"])

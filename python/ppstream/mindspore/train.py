@@ -22,7 +22,7 @@ import sys
 import time
 
 from ppstream.mindspore.launch import (Cluster, LogFollower, WorldTooLarge, check_world, default_local_workers,
-                                       msrun_command, run_msrun)
+                                       msrun_command, run_msrun, runtime_conf)
 from ppstream.mindspore.platform_base import DEVICE_PROFILES
 from ppstream.mindspore.runconfig import RunConfig, RunConfigError, load_run_config
 
@@ -152,8 +152,10 @@ def _prepare_run_dir(run_dir: str, world: int, programs: str, run: dict) -> None
         json.dump(run, f, indent=1)
 
 
-def _msrun_env() -> dict:
+def _msrun_env(device: str) -> dict:
     env = dict(os.environ)
+    if device == "ascend":
+        env["MS_DEV_RUNTIME_CONF"] = runtime_conf(env.get("MS_DEV_RUNTIME_CONF", ""))
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")  # msrun starts `python`
     env["PYTHONPATH"] = PACKAGE_ROOT + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("GLOG_v", "3")  # MindSpore: errors only
@@ -210,7 +212,7 @@ def launch(args, cfg: RunConfig, core_overrides: dict[str, str]) -> int:
     print(f"ppstream train: {world} ranks (pp={w['pp']} vpp={w['vpp']} shard={w['shard']} replicate={w['replicate']}, "
           f"{pset['mode']} {pset['policy']}), device {device}, programs verified under {profile}, run dir {run_dir}",
           flush=True)
-    env = _msrun_env()
+    env = _msrun_env(device)
     cmd = msrun_command(_find_msrun(env), cluster, world, WORKER, run_dir)
     log_dir = cluster.log_dir or os.path.join(run_dir, "msrun_log")
     loss_rank = (w["pp"] - 1) * w["shard"] * w["replicate"]

@@ -55,6 +55,12 @@ def init_mindspore(device: str) -> int:
     """Device, PyNative mode, communication; returns this rank."""
     import mindspore as ms
     from mindspore.communication import get_rank, init
+    if device == "ascend":
+        from ppstream.mindspore.launch import COMM_STREAM_MODE
+        conf = os.environ.get("MS_DEV_RUNTIME_CONF", "")
+        if f"multi_stream:{COMM_STREAM_MODE}" not in conf.split(","):
+            raise RuntimeError(f"MS_DEV_RUNTIME_CONF={conf!r}: expected multi_stream:{COMM_STREAM_MODE} "
+                               "(set by ppstream train; see docs/runtime.md)")
     ms.set_device("Ascend" if device == "ascend" else "CPU")
     ms.set_context(mode=ms.PYNATIVE_MODE)
     if device != "ascend":

@@ -204,3 +204,20 @@ def test_fake_world_names_a_deadlocked_rank(corpus):
 
     with pytest.raises(RuntimeError, match=r"rank 0 failed.*r0 step 0 #3 'r0 compute BATCH': RECV_F <-r1"):
         world.run_ranks(body)
+
+
+def test_float16_model_sends_float16_activations(tmp_path, corpus):
+    # the receive buffers take the model's dtype and shape: a float32 buffer would fail the
+    # fake's check that a received tensor matches its buffer (and break P2P on a device)
+    import mindspore as ms
+    cfg = write_config(str(tmp_path / "fp16.yaml"), **LAYOUTS["pp2_vpp2_fsdp_async"], model={**TINY, "dtype": "float16"})
+    rts, losses, _w = run_fake(cfg, corpus, steps=1)
+    assert rts[0].executor.act.dtype == ms.float16 and rts[0].executor.act.shape == (2, TINY["seq_len"], TINY["hidden"])
+    ref32 = baseline(_config(tmp_path, "pp2_vpp2_fsdp_async"), corpus)[0][0]
+    np.testing.assert_allclose(losses[0], ref32, rtol=1e-2)  # float16 compute: close to the float32 loss
+
+
+def test_bfloat16_is_refused_on_cpu_by_mindspore_not_silently(tmp_path, corpus):
+    cfg = write_config(str(tmp_path / "bf16.yaml"), **LAYOUTS["pp1_hsdp"], model={**TINY, "dtype": "bfloat16"})
+    with pytest.raises(RuntimeError, match="MatMul"):  # MindSpore 2.10's CPU MatMul has no bfloat16 kernel
+        run_fake(cfg, corpus, steps=1)

@@ -99,3 +99,9 @@ def test_sigkill_of_the_launcher_leaves_no_worker(tmp_path):
     for line in left:  # clean up before failing
         os.kill(int(line.split(":")[0]), signal.SIGKILL)
     assert not left, "processes left 10 s after the launcher was killed:\n" + "\n".join(left)
+
+
+def test_ascend_comm_stream_mode_is_set_explicitly():
+    from ppstream.mindspore.launch import runtime_conf
+    assert runtime_conf("") == "multi_stream:group"
+    assert runtime_conf("multi_stream:true,inline:false") == "inline:false,multi_stream:group"
