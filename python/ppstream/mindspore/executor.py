@@ -58,12 +58,15 @@ class Executor:
         """Runs the program once; returns the sum of this rank's last-stage (scaled) losses
         (None when the rank holds no last stage) — the step's only host read of a device value."""
         self.batch, self.loss_sum = batch, None
+        t0 = self.trace.now_us()
         self.platform.begin_step(step)
         for i, instr in enumerate(self.program["instrs"]):
             self._issue(step, i, instr)
         self.platform.synchronize()
         self._check_drained(step)
-        return None if self.loss_sum is None else float(self.loss_sum.asnumpy())
+        loss = None if self.loss_sum is None else float(self.loss_sum.asnumpy())
+        self.trace.step(step, t0, self.trace.now_us())
+        return loss
 
     def _issue(self, step: int, i: int, instr: dict) -> None:
         text = instr["text"]
@@ -72,7 +75,7 @@ class Executor:
         t0 = self.trace.now_us()
         with self.platform.stream(instr["stream"]):
             getattr(self, "_op_" + instr["op"])(instr)
-        self.trace.slice(text, instr["stream"], t0, self.trace.now_us(), {"step": step, "index": i, "op": instr["op"]})
+        self.trace.instr(i, instr, t0, self.trace.now_us())
 
     def _check_drained(self, step: int) -> None:
         leftovers = [k for d in (self.fwd_in, self.bwd_in, self.fwd_out, self.bwd_out) for k in d]

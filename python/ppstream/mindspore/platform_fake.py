@@ -36,16 +36,21 @@ class FakeWorld:
         self.mailbox: dict[tuple[int, int], collections.deque] = collections.defaultdict(collections.deque)
         self.meet: dict[tuple[str, int], dict[int, object]] = {}
         self.left: dict[tuple[str, int], int] = {}
+        self.failed: list[int] = []  # ranks that raised, in the order they did
 
     def wait_for(self, pred: Callable[[], bool], who: str) -> None:
-        if not self.cond.wait_for(pred, timeout=self.timeout_s):
+        if not self.cond.wait_for(lambda: pred() or bool(self.failed), timeout=self.timeout_s):
             raise TimeoutError(f"fake world: {who} waited {self.timeout_s:.0f} s (deadlock?)")
+        if not pred():
+            raise RuntimeError(f"fake world: {who}: abandoned, r{self.failed[0]} failed")
 
     def run_ranks(self, fn: Callable[[int], object]) -> list:
         """Runs ``fn(rank)`` for every rank (one at a time, see the module doc); returns the
-        results in rank order; re-raises the first rank's exception, naming the rank."""
+        results in rank order. When a rank raises, the ranks waiting on it give up, and the first
+        exception is re-raised naming its rank (the root cause, not a peer left waiting)."""
         results: list = [None] * self.world_size
         errors: dict[int, BaseException] = {}
+        self.failed = []
 
         def body(r: int) -> None:
             with self.cond:
@@ -53,6 +58,7 @@ class FakeWorld:
                     results[r] = fn(r)
                 except BaseException as e:  # noqa: BLE001 — reported below with the rank
                     errors[r] = e
+                    self.failed.append(r)
                 finally:
                     self.cond.notify_all()
 
@@ -62,7 +68,7 @@ class FakeWorld:
         for t in threads:
             t.join()
         if errors:
-            r = min(errors)
+            r = self.failed[0]
             raise RuntimeError(f"fake world: rank {r} failed: {errors[r]!r}") from errors[r]
         return results
 

@@ -30,7 +30,7 @@ class RankRuntime:
         self.stages, self.states = self._build_stages(mode)
         self.data = TextData(load_corpus(t["data"]) if corpus is None else corpus, m["seq_len"],
                              t["micro_batch_size"], cfg.micro_batch_num, topo.dp, t["seed"])
-        self.trace = HostTrace(topo.rank)
+        self.trace = HostTrace(topo.rank, topo.pp_rank)
         shape, dtype = activation_spec(m, t["micro_batch_size"])
         self.executor = Executor(program, self.stages, self.states, platform, ActivationSpec(shape, dtype),
                                  self.trace, progress or Progress(None))
@@ -42,7 +42,7 @@ class RankRuntime:
         for s in topo.local_stages():
             cell = StageCell(cfg.model, cfg.train["seed"], cfg.stage_layers[s], cfg.num_layers, s == 0,
                              s == cfg.num_stages - 1, 1.0 / cfg.micro_batch_num)
-            stages[s] = PipelineStage(s, cell)
+            stages[s] = PipelineStage(s, cell, recompute=cfg.train["recompute"])
             states[s] = HsdpState(stages[s], shard_g, rep_g, sharded=(mode != "none" and topo.shard > 1),
                                   reduced=(mode != "none"), train_cfg=cfg.train)
         return stages, states

@@ -14,7 +14,8 @@ import yaml
 
 MODEL_DEFAULTS = {"hidden": 32, "heads": 2, "experts": 2, "top_k": 1, "ffn": 64, "seq_len": 32, "vocab": 256,
                   "dtype": "float32"}
-MODEL_DTYPES = ("float32", "float16", "bfloat16")  # bfloat16: Ascend only (MindSpore 2.10 CPU has no bf16 MatMul)
+MODEL_DTYPES = ("float32", "float16", "bfloat16")
+CPU_DTYPES = ("float32", "float16")  # MindSpore 2.10's CPU MatMul has no bfloat16 kernel (checked)
 TRAIN_DEFAULTS = {
     "steps": 5,
     "micro_batch_size": 2,
@@ -24,6 +25,7 @@ TRAIN_DEFAULTS = {
     "eps": 1.0e-8,
     "seed": 1234,
     "data": "/usr/share/games/fortunes",
+    "recompute": False,  # True: backward reruns the stage's forward (keeps only stage inputs)
 }
 
 

@@ -10,7 +10,8 @@ accumulators. hyper-parallel's PyNative stage does the same.
 
 Memory consequence: a pending microbatch keeps its recorded graph (the activations the
 backward needs) alive from its F to its B, whatever RESHARD does in between (see
-docs/runtime.md, "Memory").
+docs/runtime.md, "Memory"). ``recompute=True`` (``train.recompute``) is the old trade: the
+forward is not recorded, only the stage inputs are kept, and the backward reruns the forward.
 """
 from __future__ import annotations
 
@@ -22,14 +23,14 @@ from ppstream.mindspore.model import StageCell
 
 class PipelineStage:
 
-    def __init__(self, stage: int, cell: StageCell):
+    def __init__(self, stage: int, cell: StageCell, recompute: bool = False):
         self.stage, self.cell = stage, cell
         self.named = cell.named_params()
         self.params = [p for _n, p in self.named]
         self.grads: list | None = None  # unsharded accumulators, summed over microbatches
         self._pending: dict[int, tuple] = {}  # mb -> (inputs, output) of the recorded forward
         self._grad = ops.GradOperation(get_all=True, get_by_list=True, sens_param=True)
-        cell.set_grad(True)
+        cell.set_grad(not recompute)
 
     @property
     def first(self) -> bool:

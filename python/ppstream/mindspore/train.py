@@ -24,7 +24,7 @@ import time
 from ppstream.mindspore.launch import (Cluster, LogFollower, WorldTooLarge, check_world, default_local_workers,
                                        msrun_command, run_msrun, runtime_conf)
 from ppstream.mindspore.platform_base import DEVICE_PROFILES
-from ppstream.mindspore.runconfig import RunConfig, RunConfigError, load_run_config
+from ppstream.mindspore.runconfig import CPU_DTYPES, RunConfig, RunConfigError, load_run_config
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -198,6 +198,9 @@ def _report(args, run_dir: str, world: int, code: int | None, wall: float) -> in
 
 def launch(args, cfg: RunConfig, core_overrides: dict[str, str]) -> int:
     device = _device(args.device)
+    if device == "cpu" and cfg.model["dtype"] not in CPU_DTYPES:
+        raise RunConfigError(f"{args.config}: model.dtype={cfg.model['dtype']} is not supported on CPU (MindSpore 2.10's "
+                             f"CPU MatMul has no bfloat16 kernel); use {' or '.join(CPU_DTYPES)}, or --device ascend")
     profile = DEVICE_PROFILES[device]
     cluster = cluster_from_args(args, device)
     programs = _compile_checked(args, cluster, profile, core_overrides)

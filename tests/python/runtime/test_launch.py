@@ -105,3 +105,13 @@ def test_ascend_comm_stream_mode_is_set_explicitly():
     from ppstream.mindspore.launch import runtime_conf
     assert runtime_conf("") == "multi_stream:group"
     assert runtime_conf("multi_stream:true,inline:false") == "inline:false,multi_stream:group"
+
+
+def test_bfloat16_is_refused_on_cpu_before_launch(tmp_path):
+    cfg = write_config(str(tmp_path / "bf16.yaml"), pp=1, vpp=1, layers=2, mbs=2,
+                       model={"hidden": 8, "heads": 2, "dtype": "bfloat16"})
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "ppstream.mindspore.train", cfg, "--out", str(out), "--device", "cpu"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "model.dtype=bfloat16 is not supported on CPU" in proc.stderr, proc.stderr
+    assert not out.exists()
