@@ -30,12 +30,14 @@ if [[ -z "$PPSTREAM" ]]; then
 fi
 mkdir -p "$OUT"
 declare -A CONFIGS=([fsdp4]=examples/small-pp2-vpp2-fsdp4-train.yaml [hsdp2x2]=examples/small-pp2-vpp2-hsdp-train.yaml)
-for layout in fsdp4 hsdp2x2; do
+for layout in fsdp4 hsdp2x2; do  # every run first, so one failing analysis loses no run
   for policy in inline async; do
     echo "== $layout $policy: ppstream train (--profile, $STEPS steps, device $DEVICE) =="
     "$PPSTREAM" train "$ROOT/${CONFIGS[$layout]}" --device "$DEVICE" --reduce-grad "$policy" --profile \
       --steps "$STEPS" --timeout "$TIMEOUT" --out "$OUT/$layout-$policy" ${SETS[@]+"${SETS[@]}"}
   done
+done
+for layout in fsdp4 hsdp2x2; do
   echo "== $layout: ppstream analyze (async) =="
   "$PPSTREAM" analyze "$OUT/$layout-async" | tee "$OUT/$layout-async.analyze.txt"
   echo "== $layout: ppstream diff inline async =="

@@ -48,7 +48,9 @@ std::string sibling_python() {
 
 void register_train(CLI::App& app, int& /*exit_code*/) {
   auto* sub = app.add_subcommand(
-      "train", "train with the MindSpore runtime: ppstream train CONFIG [--steps N] [--out DIR] [--straggle RANK:MS] ...");
+      "train",
+      "train with the MindSpore runtime: ppstream train CONFIG [--steps N] [--out DIR] [--profile] "
+      "[--worker-num N --local-worker-num N --master-addr H --master-port P --node-rank K] ... (train --help)");
   sub->set_help_flag();  // `ppstream train --help` is the Python launcher's help
   sub->allow_extras();
   sub->prefix_command();  // everything after `train` goes to the Python launcher untouched
