@@ -124,3 +124,11 @@ def test_comm_plan_one_group_per_program_stream_and_per_peer_pair(tmp_path):
         for g in plan.groups():
             for member in g.ranks:
                 assert g.name in {x.name for x in plans[member].groups()}, (plan.rank, g.name, member)
+
+
+def test_profile_schedule_skips_the_warm_up_step():
+    from ppstream.mindspore.profiling import profile_schedule
+    assert profile_schedule(5) == {"skip_first": 1, "wait": 0, "warmup": 0, "active": 4, "repeat": 1}
+    assert profile_schedule(1) == {"skip_first": 0, "wait": 0, "warmup": 0, "active": 1, "repeat": 1}
+    with pytest.raises(ValueError, match="at least one step"):
+        profile_schedule(0)
