@@ -58,6 +58,13 @@ class Cluster:
     def multi_node(self) -> bool:
         return self.local_worker_num < self.worker_num
 
+    def local_ranks(self, world: int) -> range:
+        """The ranks this node runs: msrun numbers them node_rank * local_worker_num + i."""
+        if not self.multi_node:
+            return range(world)
+        first = self.node_rank * self.local_worker_num
+        return range(first, first + self.local_worker_num)
+
 
 def default_local_workers(device: str) -> int:
     """Workers one node runs when not told: its NPUs on Ascend (/dev/davinciN), else

@@ -102,10 +102,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def hung_ranks(run_dir: str, world: int) -> list[str]:
-    """'r3: step 1 #17 r3 reduce REDUCE_GRAD s3' for every rank whose heartbeat is not 'done'."""
+def hung_ranks(run_dir: str, ranks: range) -> list[str]:
+    """'r3: step 1 #17 r3 reduce REDUCE_GRAD s3' for every rank of ``ranks`` whose heartbeat is not 'done'."""
     out = []
-    for r in range(world):
+    for r in ranks:
         path = os.path.join(run_dir, "progress", f"rank{r}.txt")
         try:
             with open(path, encoding="utf-8") as f:
@@ -117,17 +117,19 @@ def hung_ranks(run_dir: str, world: int) -> list[str]:
     return out
 
 
-def summarize(run_dir: str, world: int) -> dict:
+def summarize(run_dir: str, ranks: range, world: int) -> dict:
+    """Losses (mean over the loss-holding ranks of ``ranks``; empty when none is on this node),
+    slowest-rank step times and peak RSS of this node's ranks."""
     results = []
-    for r in range(world):
+    for r in ranks:
         with open(os.path.join(run_dir, f"rank{r}", "result.json"), encoding="utf-8") as f:
             results.append(json.load(f))
     holders = [x for x in results if x["losses"]]
-    steps = len(holders[0]["losses"])
-    losses = [sum(h["losses"][k] for h in holders) / len(holders) for k in range(steps)]
+    steps = len(results[0]["step_ms"])
+    losses = [sum(h["losses"][k] for h in holders) / len(holders) for k in range(steps)] if holders else []
     step_ms = [max(x["step_ms"][k] for x in results) for k in range(steps)]
-    return {"losses": losses, "step_ms": step_ms, "world": world, "platform": results[0]["platform"],
-            "peak_rss_mb": [x["peak_rss_mb"] for x in results]}
+    return {"losses": losses, "step_ms": step_ms, "world": world, "ranks": [ranks.start, ranks.stop - 1],
+            "platform": results[0]["platform"], "peak_rss_mb": [x["peak_rss_mb"] for x in results]}
 
 
 def _compile_checked(args, cluster: Cluster, profile: str, core_overrides: dict[str, str]) -> str:
@@ -172,25 +174,28 @@ def _find_msrun(env: dict) -> str:
     return msrun
 
 
-def _report(args, run_dir: str, world: int, code: int | None, wall: float) -> int:
+def _report(args, run_dir: str, world: int, ranks: range, code: int | None, wall: float) -> int:
     if code is None:
         print(f"ppstream train: TIMEOUT after {args.timeout:.0f} s; ranks that did not finish:", flush=True)
-        for line in hung_ranks(run_dir, world) or ["(every rank finished; the launcher hung)"]:
+        for line in hung_ranks(run_dir, ranks) or ["(every rank finished; the launcher hung)"]:
             print("  " + line, flush=True)
         return 124
-    hung = hung_ranks(run_dir, world)
+    hung = hung_ranks(run_dir, ranks)
     if code != 0 or hung:
         print(f"ppstream train: job failed (msrun exit {code}); ranks that did not finish:", flush=True)
         for line in hung:
             print("  " + line, flush=True)
         print(f"  worker logs: {os.path.join(run_dir, 'msrun_log')}", flush=True)
         return 1
-    summary = summarize(run_dir, world)
+    summary = summarize(run_dir, ranks, world)
     summary["wall_s"] = wall
     with open(os.path.join(run_dir, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=1)
-    for k, (loss, ms_) in enumerate(zip(summary["losses"], summary["step_ms"])):
-        print(f"step {k}: loss {loss:.6f}  step {ms_:.0f} ms (slowest rank)", flush=True)
+    if not summary["losses"]:
+        print(f"ppstream train: ranks {ranks.start}..{ranks.stop - 1} of this node hold no loss (another node's do)")
+    for k, ms_ in enumerate(summary["step_ms"]):
+        loss = f"loss {summary['losses'][k]:.6f}  " if summary["losses"] else ""
+        print(f"step {k}: {loss}step {ms_:.0f} ms (slowest rank)", flush=True)
     print(f"ppstream train: done in {wall:.1f} s (launch included); peak RSS per rank "
           f"{min(summary['peak_rss_mb']):.0f}..{max(summary['peak_rss_mb']):.0f} MiB", flush=True)
     return 0
@@ -219,10 +224,11 @@ def launch(args, cfg: RunConfig, core_overrides: dict[str, str]) -> int:
     cmd = msrun_command(_find_msrun(env), cluster, world, WORKER, run_dir)
     log_dir = cluster.log_dir or os.path.join(run_dir, "msrun_log")
     loss_rank = (w["pp"] - 1) * w["shard"] * w["replicate"]
+    ranks = cluster.local_ranks(world)
     t0 = time.monotonic()
     code = run_msrun(cmd, env, os.path.join(run_dir, "msrun.out"), args.timeout,
-                     LogFollower(os.path.join(log_dir, f"worker_{loss_rank}.log")))
-    return _report(args, run_dir, world, code, time.monotonic() - t0)
+                     LogFollower(os.path.join(log_dir, f"worker_{loss_rank}.log")) if loss_rank in ranks else None)
+    return _report(args, run_dir, world, ranks, code, time.monotonic() - t0)
 
 
 def main(argv=None) -> int:

@@ -27,6 +27,8 @@ def test_msrun_command_single_node_starts_the_whole_world_here():
 def test_msrun_command_two_nodes():
     c = Cluster(16, 8, master_addr="10.0.0.1", master_port=8118, node_rank=1, log_dir="/logs")
     check_world(16, "pp=2 x shard=8", c)
+    assert c.local_ranks(16) == range(8, 16)  # msrun's numbering: node_rank * local + i
+    assert Cluster(8, 8).local_ranks(4) == range(4)
     cmd = msrun_command("/v/bin/msrun", c, 16, "w.py", "/run")
     assert cmd[1:9] == ["--worker_num=16", "--local_worker_num=8", "--master_addr=10.0.0.1", "--master_port=8118",
                         "--node_rank=1", "--join=True", "--log_dir=/logs", "--tail_worker_log=16"]

@@ -64,7 +64,7 @@ def test_hung_ranks_names_each_unfinished_rank(tmp_path):
     prog.mkdir()
     (prog / "rank0.txt").write_text("done\n")
     (prog / "rank1.txt").write_text("step 2 #17 r1 reduce REDUCE_GRAD s1\n")
-    assert hung_ranks(str(tmp_path), 3) == ["r1: step 2 #17 r1 reduce REDUCE_GRAD s1",
+    assert hung_ranks(str(tmp_path), range(3)) == ["r1: step 2 #17 r1 reduce REDUCE_GRAD s1",
                                             "r2: (never started: no heartbeat)"]
 
 
