@@ -69,7 +69,9 @@ void refuse_split_backward(const std::vector<std::string>& args) {
 
 void register_train(CLI::App& app, int& /*exit_code*/) {
   auto* sub = app.add_subcommand(
-      "train", "train with the MindSpore runtime: ppstream train CONFIG [--steps N] [--out DIR] [--straggle RANK:MS] ...");
+      "train",
+      "train with the MindSpore runtime: ppstream train CONFIG [--steps N] [--out DIR] [--profile] "
+      "[--worker-num N --local-worker-num N --master-addr H --master-port P --node-rank K] ... (train --help)");
   sub->set_help_flag();  // `ppstream train --help` is the Python launcher's help
   sub->allow_extras();
   sub->prefix_command();  // everything after `train` goes to the Python launcher untouched

@@ -3,9 +3,10 @@
 The stage's parameters, flattened in a fixed order and zero-padded to a multiple of the shard
 size, form one flat vector; shard member i owns slice i. ``unshard`` all-gathers the slices in
 the shard group and writes the full parameters; ``reshard`` frees them (zero-size data);
-``reduce_grad`` reduce-scatters the accumulated unsharded gradients in the shard group, then
-all-reduces the shard in the replicate group, and divides by dp (the mean over data-parallel
-ranks), landing in the sharded gradient; ``opt_step`` runs AdamW on the shard. With shard 1
+``reduce_grad`` divides the accumulated unsharded gradients by dp first (pre-divide, as
+PyTorch FSDP does when ReduceOp.AVG is not used: sums of pre-divided values stay in range), then
+reduce-scatters them in the shard group and all-reduces the shard in the replicate group — the
+mean over data-parallel ranks, landing in the sharded gradient; ``opt_step`` runs AdamW on the shard. With shard 1
 (plain DP, or no DP at all) the parameters are never freed and the "shard" is the whole vector.
 """
 from __future__ import annotations
@@ -61,14 +62,14 @@ class HsdpState:
             p.set_data(ops.zeros((0,), ms.float32), slice_shape=True)
 
     def reduce_grad(self, platform, tag: str) -> None:
-        flat = self._flatten(self.stage.take_grads())
+        flat = self._flatten(self.stage.take_grads()) / float(self.dp)  # pre-divide: the sums below are means
         if self.sharded:
             g = platform.reduce_scatter_sum(flat, self.shard_group, tag + " reduce_scatter")
         else:
             g = flat
         if self.replicate_group.size > 1:
             g = platform.all_reduce_sum(g, self.replicate_group, tag + " all_reduce")
-        self.grad_shard = g / float(self.dp)
+        self.grad_shard = g
 
     def opt_step(self) -> None:
         if self.reduced:

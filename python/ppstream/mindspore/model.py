@@ -21,6 +21,15 @@ def _param(value: np.ndarray, name: str) -> ms.Parameter:
     return ms.Parameter(ms.Tensor(value), name=name, requires_grad=True)
 
 
+DTYPES = {"float32": ms.float32, "float16": ms.float16, "bfloat16": ms.bfloat16}
+
+
+def compute_dtype(cfg: dict):
+    """The model's compute and activation dtype (model.dtype); parameters stay float32 (master
+    weights: the HSDP shards, gradients and AdamW are float32) and are cast where used."""
+    return DTYPES[cfg.get("dtype", "float32")]
+
+
 def _layer_norm(x, g, b):
     mean = x.mean(axis=-1, keep_dims=True)
     var = ((x - mean) ** 2).mean(axis=-1, keep_dims=True)
@@ -34,9 +43,10 @@ class Embedding(nn.Cell):
         super().__init__()
         rng = np.random.default_rng([seed, 0])
         self.table = _param(_normal(rng, (cfg["vocab"], cfg["hidden"])), "embed.table")
+        self.dt = compute_dtype(cfg)
 
     def construct(self, onehot):
-        return ops.matmul(onehot, self.table)
+        return ops.matmul(onehot.astype(self.dt), self.table.astype(self.dt))
 
 
 class Block(nn.Cell):
@@ -58,32 +68,38 @@ class Block(nn.Cell):
         self.w1 = _param(_normal(rng, (e, h, f)), p + "w1")
         self.w2 = _param(_normal(rng, (e, f, h)), p + "w2")
         t = cfg["seq_len"]
-        self.mask = ms.Tensor(np.triu(np.full((t, t), -1e9, np.float32), k=1))
+        self.dt = compute_dtype(cfg)
+        # -1e4, not -1e9: still exp() == 0 after softmax, and representable in float16
+        self.mask = ms.Tensor(np.triu(np.full((t, t), -1e4, np.float32), k=1)).astype(self.dt)
+
+    def _c(self, p):
+        """Parameter ``p`` in the compute dtype."""
+        return p if self.dt == ms.float32 else p.astype(self.dt)
 
     def _attention(self, x):
         b, t, h = x.shape
         d = h // self.heads
-        qkv = ops.matmul(x, self.wqkv).reshape(b, t, 3, self.heads, d).transpose(2, 0, 3, 1, 4)
+        qkv = ops.matmul(x, self._c(self.wqkv)).reshape(b, t, 3, self.heads, d).transpose(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]  # (b, heads, t, d)
         scores = ops.matmul(q, k.transpose(0, 1, 3, 2)) / float(np.sqrt(d)) + self.mask
         out = ops.matmul(ops.softmax(scores, axis=-1), v)
-        return ops.matmul(out.transpose(0, 2, 1, 3).reshape(b, t, h), self.wo)
+        return ops.matmul(out.transpose(0, 2, 1, 3).reshape(b, t, h), self._c(self.wo))
 
     def _moe(self, x):
-        probs = ops.softmax(ops.matmul(x, self.router), axis=-1)  # (b, t, E)
+        probs = ops.softmax(ops.matmul(x, self._c(self.router)), axis=-1)  # (b, t, E)
         _vals, idx = ops.topk(probs, self.top_k)
-        chosen = ops.one_hot(idx, self.experts, ms.Tensor(1.0, ms.float32), ms.Tensor(0.0, ms.float32)).sum(axis=-2)
+        chosen = ops.one_hot(idx, self.experts, ms.Tensor(1.0, self.dt), ms.Tensor(0.0, self.dt)).sum(axis=-2)
         gates = probs * chosen
         gates = gates / gates.sum(axis=-1, keepdims=True)
         out = 0
         for e in range(self.experts):  # dense over the (few) experts, weighted by the routed gates
-            hid = ops.relu(ops.matmul(x, self.w1[e]))
-            out = out + gates[..., e:e + 1] * ops.matmul(hid, self.w2[e])
+            hid = ops.relu(ops.matmul(x, self._c(self.w1[e])))
+            out = out + gates[..., e:e + 1] * ops.matmul(hid, self._c(self.w2[e]))
         return out
 
     def construct(self, x):
-        x = x + self._attention(_layer_norm(x, self.ln1_g, self.ln1_b))
-        return x + self._moe(_layer_norm(x, self.ln2_g, self.ln2_b))
+        x = x + self._attention(_layer_norm(x, self._c(self.ln1_g), self._c(self.ln1_b)))
+        return x + self._moe(_layer_norm(x, self._c(self.ln2_g), self._c(self.ln2_b)))
 
 
 class Head(nn.Cell):
@@ -98,15 +114,29 @@ class Head(nn.Cell):
         self.w = _param(_normal(rng, (h, cfg["vocab"])), "head.w")
 
     def construct(self, x, onehot_labels):
+        x = x.astype(ms.float32)  # the loss in float32
         logits = ops.matmul(_layer_norm(x, self.ln_g, self.ln_b), self.w)
         logp = ops.log_softmax(logits, axis=-1)
         return -(logp * onehot_labels).sum(axis=-1).mean()
+
+
+def activation_spec(cfg: dict, micro_batch_size: int) -> tuple[tuple[int, ...], object]:
+    """Shape and dtype of every stage boundary tensor (activation, and its gradient): (b, T, H) in
+    the compute dtype."""
+    return (micro_batch_size, cfg["seq_len"], cfg["hidden"]), compute_dtype(cfg)
 
 
 def one_hot(ids: np.ndarray, vocab: int) -> ms.Tensor:
     out = np.zeros(ids.shape + (vocab,), np.float32)
     np.put_along_axis(out, ids[..., None].astype(np.int64), 1.0, axis=-1)
     return ms.Tensor(out)
+
+
+class RunCounter:
+    """A plain counter object (a Cell attribute that MindSpore leaves alone)."""
+
+    def __init__(self) -> None:
+        self.n = 0
 
 
 class StageCell(nn.Cell):
@@ -123,6 +153,7 @@ class StageCell(nn.Cell):
         self.embed = Embedding(cfg, seed) if first else None
         self.blocks = nn.CellList([Block(cfg, seed, l) for l in range(layers[0], layers[1] + 1)])
         self.head = Head(cfg, seed, num_layers) if last else None
+        self.runs = RunCounter()  # how many times construct ran (a recompute would show here)
 
     def named_params(self) -> list[tuple[str, ms.Parameter]]:
         """(global name, Parameter) in a fixed order: the flat layout of the HSDP state."""
@@ -134,6 +165,7 @@ class StageCell(nn.Cell):
                 for p in c.get_parameters(expand=False)]
 
     def construct(self, x, labels):
+        self.runs.n += 1
         if self.embed is not None:
             x = self.embed(x)
         for blk in self.blocks:

@@ -5,8 +5,14 @@ Streams: ``compute`` is the default stream; every other name in the program (``p
 issues each instruction inside ``stream(name)`` (a ``mindspore.runtime.StreamCtx``), so the
 reduction's reduce-scatter / all-reduce waits land on the ``reduce`` stream, never on
 ``compute``; ``compute_ready`` / ``reduce_done`` are ``mindspore.runtime.Event`` s recorded and
-waited where the program says. Not exercised by our tests (no Ascend here): the recording
-platform checks the same call sequence on CPU.
+waited where the program says.
+
+Communication groups come from the ``CommPlan``: one per (member set, program stream) for
+collectives and one per peer pair for P2P, so that under ``multi_stream:group`` (set by the
+launcher) every program stream's communication runs on its own device stream; a BATCH with
+several peers is one ``batch_isend_irecv`` per peer (all issued, then all waited on the current
+stream). Not exercised by our tests (no Ascend here): the recording platform checks the same
+call sequence on CPU, and the fake platform the plan's group names.
 """
 from __future__ import annotations
 
@@ -16,38 +22,34 @@ from typing import Iterator
 import mindspore as ms
 import mindspore.mint.distributed as dist
 from mindspore import ops
-from mindspore.communication import GlobalComm, create_group
+from mindspore.communication import create_group
 
+from ppstream.mindspore.commplan import CommPlan
 from ppstream.mindspore.groups import Group
 from ppstream.mindspore.platform_base import P2P, Platform
 
 
 class AscendPlatform(Platform):
-    name = "ascend-hccl"
+    profile = "ascend-mindspore"
 
     def __init__(self) -> None:
         super().__init__()
         self.streams: dict[str, object] = {}
         self.events: dict[str, object] = {}
 
-    def setup(self, world_size: int, groups: list[Group]) -> None:
-        self.world = GlobalComm.WORLD_COMM_GROUP
-        for g in groups:
-            if g.size > 1:
-                create_group(g.name, list(g.ranks))
+    def _setup(self, plan: CommPlan) -> None:
+        for g in plan.groups():
+            create_group(g.name, list(g.ranks))
         self.streams["compute"] = ms.runtime.current_stream()
 
-    def begin_step(self) -> None:
+    def _begin_step(self) -> None:
         self.events = {}
 
-    def _stream(self, name: str):
+    @contextlib.contextmanager
+    def _stream(self, name: str) -> Iterator[None]:
         if name not in self.streams:
             self.streams[name] = ms.runtime.Stream()
-        return self.streams[name]
-
-    @contextlib.contextmanager
-    def stream(self, name: str) -> Iterator[None]:
-        with ms.runtime.StreamCtx(self._stream(name)):
+        with ms.runtime.StreamCtx(self.streams[name]):
             yield
 
     def record(self, event: str) -> None:
@@ -60,40 +62,34 @@ class AscendPlatform(Platform):
             raise RuntimeError(f"{self.instr_text}: WAIT {event} before its RECORD (program not verified?)")
         ms.runtime.current_stream().wait_event(ev)
 
-    def all_gather(self, t, group: Group, tag: str):
-        self.counts[tag] += 1
-        if group.size == 1:
-            return t
+    def _all_gather(self, t, group: Group):
         out = ops.zeros((t.shape[0] * group.size,), t.dtype)
         dist.all_gather_into_tensor(out, t, group=group.name, async_op=True).wait()
         return out
 
-    def reduce_scatter_sum(self, t, group: Group, tag: str):
-        self.counts[tag] += 1
-        if group.size == 1:
-            return t
+    def _reduce_scatter_sum(self, t, group: Group):
         out = ops.zeros((t.shape[0] // group.size,), t.dtype)
         dist.reduce_scatter_tensor(out, t, group=group.name, async_op=True).wait()
         return out
 
-    def all_reduce_sum(self, t, group: Group, tag: str):
-        self.counts[tag] += 1
+    def _all_reduce_sum(self, t, group: Group):
         t = t.copy()
-        if group.size > 1:
-            dist.all_reduce(t, group=group.name, async_op=True).wait()
+        dist.all_reduce(t, group=group.name, async_op=True).wait()
         return t
 
-    def p2p_batch(self, p2p_ops: list[P2P], tag: str) -> list:
-        ms_ops, received = [], []
+    def _p2p_batch(self, p2p_ops: list[P2P]) -> list:
+        per_peer: dict[int, list] = {}  # first-appearance order of peers, op order kept per peer
+        received = []
         for op in p2p_ops:
-            self.counts[tag + " " + op.kind] += 1
+            group = self.plan.p2p(op.peer).name
             if op.is_send:
-                ms_ops.append(dist.P2POp(dist.isend, op.tensor, op.peer, group=self.world))
+                per_peer.setdefault(op.peer, []).append(dist.P2POp(dist.isend, op.tensor, op.peer, group=group))
             else:
-                buf = ops.zeros(op.shape, ms.float32)
+                buf = ops.zeros(op.shape, op.dtype)
                 received.append(buf)
-                ms_ops.append(dist.P2POp(dist.irecv, buf, op.peer, group=self.world))
-        for h in dist.batch_isend_irecv(ms_ops):
+                per_peer.setdefault(op.peer, []).append(dist.P2POp(dist.irecv, buf, op.peer, group=group))
+        handles = [h for batch in per_peer.values() for h in dist.batch_isend_irecv(batch)]
+        for h in handles:
             h.wait()
         return received
 

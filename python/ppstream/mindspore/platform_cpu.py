@@ -5,32 +5,41 @@ not reduce_scatter_tensor, all_gather_into_tensor or batch_isend_irecv, and has 
 streams or events. The documented fallbacks: reduce-scatter = all-reduce then take this
 member's slice; all-gather = list all-gather then concatenate; a BATCH = its ops one by one in
 the listed order (programs verified under the ``cpu-serial`` profile are deadlock-free so).
+Collectives use the communication groups of the ``CommPlan`` (one per program stream), so the
+plan is exercised for real; P2P uses the world group.
 ``mindspore.runtime`` stream APIs are never called here; RECORD/WAIT are no-ops.
 """
 from __future__ import annotations
 
-import mindspore as ms
+import contextlib
+from typing import Iterator
+
 import mindspore.mint.distributed as dist
 from mindspore import ops
 from mindspore.communication import GlobalComm, create_group
 
+from ppstream.mindspore.commplan import CommPlan
 from ppstream.mindspore.groups import Group
 from ppstream.mindspore.platform_base import P2P, Platform
 
 
 class CpuPlatform(Platform):
-    name = "cpu-mccl"
+    profile = "cpu-serial"
 
-    def setup(self, world_size: int, groups: list[Group]) -> None:
+    def _setup(self, plan: CommPlan) -> None:
         self.world = GlobalComm.WORLD_COMM_GROUP
         # mint.distributed.send/recv look up the rank of "hccl_world_group" (a default argument
         # bound when MindSpore is imported, before init() picks MCCL); on CPU that group does not
         # exist, so we create it as an alias of the world. Observed on MindSpore 2.10.0.
         if self.world != "hccl_world_group":
-            create_group("hccl_world_group", list(range(world_size)))
-        for g in groups:
-            if g.size > 1:
+            create_group("hccl_world_group", list(range(plan.world_size)))
+        for g in plan.groups():  # P2P stays on the world group: CPU runs it synchronously anyway
+            if g not in plan.p2p_groups():
                 create_group(g.name, list(g.ranks))
+
+    @contextlib.contextmanager
+    def _stream(self, name: str) -> Iterator[None]:
+        yield  # no device streams on CPU: every call below is synchronous
 
     def record(self, event: str) -> None:
         pass
@@ -38,37 +47,32 @@ class CpuPlatform(Platform):
     def wait(self, event: str) -> None:
         pass
 
-    def all_gather(self, t, group: Group, tag: str):
-        self.counts[tag] += 1
-        if group.size == 1:
-            return t
+    def _all_gather(self, t, group: Group):
         parts = [ops.zeros(t.shape, t.dtype) for _ in range(group.size)]
         dist.all_gather(parts, t, group=group.name)
         return ops.cat(parts)
 
-    def reduce_scatter_sum(self, t, group: Group, tag: str):
-        self.counts[tag] += 1
+    def _reduce_scatter_sum(self, t, group: Group):
         n = t.shape[0] // group.size
-        if group.size > 1:
-            t = t.copy()
-            dist.all_reduce(t, group=group.name)
+        t = t.copy()
+        dist.all_reduce(t, group=group.name)
         return t[group.index * n:(group.index + 1) * n].copy()
 
-    def all_reduce_sum(self, t, group: Group, tag: str):
-        self.counts[tag] += 1
+    def _all_reduce_sum(self, t, group: Group):
         t = t.copy()
-        if group.size > 1:
-            dist.all_reduce(t, group=group.name)
+        dist.all_reduce(t, group=group.name)
         return t
 
-    def p2p_batch(self, p2p_ops: list[P2P], tag: str) -> list:
+    def _p2p_batch(self, p2p_ops: list[P2P]) -> list:
         received = []
         for op in p2p_ops:
-            self.counts[tag + " " + op.kind] += 1
             if op.is_send:
                 dist.send(op.tensor, dst=op.peer, group=self.world)
             else:
-                buf = ops.zeros(op.shape, ms.float32)
+                buf = ops.zeros(op.shape, op.dtype)
                 dist.recv(buf, src=op.peer, group=self.world)
                 received.append(buf)
         return received
+
+    def synchronize(self) -> None:
+        pass

@@ -3,50 +3,26 @@
 The only check of the Ascend stream discipline we can run without Ascend: the executor's
 calls are the ones it would make on Ascend (stream contexts, RECORD/WAIT, collectives whose
 ``CommHandle.wait()`` lands on the current stream), so the log says on which stream each
-collective and each wait would be issued. Entries: ``{"i": instr index, "text": instr text,
-"call": "collective"|"comm_wait"|"p2p"|"record"|"wait", "stream": current stream, "what": …}``.
+collective and each wait would be issued. Entries: ``{"step", "i": instr index, "text": instr
+text, "call": "collective"|"comm_wait"|"p2p"|"record"|"wait", "stream": current stream, "what": …}``.
 """
 from __future__ import annotations
 
-import contextlib
 import json
-from typing import Iterator
 
 from ppstream.mindspore.groups import Group
-from ppstream.mindspore.platform_base import P2P, Platform
+from ppstream.mindspore.platform_base import P2P, PlatformWrapper
 
 
-class RecordingPlatform(Platform):
+class RecordingPlatform(PlatformWrapper):
 
-    def __init__(self, inner: Platform) -> None:
-        super().__init__()
-        self.inner = inner
-        self.counts = inner.counts
-        self.name = inner.name + "+recording"
-        self.current = ["compute"]
+    def __init__(self, inner) -> None:
+        super().__init__(inner)
         self.log: list[dict] = []
-        self.instr_index = -1
-        self.step = 0
 
     def _log(self, call: str, what: str) -> None:
         self.log.append({"step": self.step, "i": self.instr_index, "text": self.instr_text, "call": call,
-                         "stream": self.current[-1], "what": what})
-
-    def setup(self, world_size: int, groups: list[Group]) -> None:
-        self.inner.setup(world_size, groups)
-
-    def begin_step(self) -> None:
-        self.inner.begin_step()
-
-    @contextlib.contextmanager
-    def stream(self, name: str) -> Iterator[None]:
-        self.inner.instr_text = self.instr_text
-        self.current.append(name)
-        try:
-            with self.inner.stream(name):
-                yield
-        finally:
-            self.current.pop()
+                         "stream": self.current_stream, "what": what})
 
     def record(self, event: str) -> None:
         self._log("record", event)
@@ -56,27 +32,24 @@ class RecordingPlatform(Platform):
         self._log("wait", event)
         self.inner.wait(event)
 
-    def _collective(self, fn, kind, t, group, tag):
-        self._log("collective", f"{kind} {group.name} {tag}")
-        out = fn(t, group, tag)
-        self._log("comm_wait", f"{kind} {group.name} {tag}")  # CommHandle.wait() on the current stream
+    def _collective(self, fn, kind: str, t, group: Group):
+        self._log("collective", f"{kind} {group.name}")
+        out = fn(t, group)
+        self._log("comm_wait", f"{kind} {group.name}")  # CommHandle.wait() on the current stream
         return out
 
-    def all_gather(self, t, group: Group, tag: str):
-        return self._collective(self.inner.all_gather, "all_gather", t, group, tag)
+    def _all_gather(self, t, group: Group):
+        return self._collective(self.inner._all_gather, "all_gather", t, group)
 
-    def reduce_scatter_sum(self, t, group: Group, tag: str):
-        return self._collective(self.inner.reduce_scatter_sum, "reduce_scatter", t, group, tag)
+    def _reduce_scatter_sum(self, t, group: Group):
+        return self._collective(self.inner._reduce_scatter_sum, "reduce_scatter", t, group)
 
-    def all_reduce_sum(self, t, group: Group, tag: str):
-        return self._collective(self.inner.all_reduce_sum, "all_reduce", t, group, tag)
+    def _all_reduce_sum(self, t, group: Group):
+        return self._collective(self.inner._all_reduce_sum, "all_reduce", t, group)
 
-    def p2p_batch(self, p2p_ops: list[P2P], tag: str) -> list:
+    def _p2p_batch(self, p2p_ops: list[P2P]) -> list:
         self._log("p2p", "; ".join(f"{o.kind} ->{o.peer}" if o.is_send else f"{o.kind} <-{o.peer}" for o in p2p_ops))
-        return self.inner.p2p_batch(p2p_ops, tag)
-
-    def synchronize(self) -> None:
-        self.inner.synchronize()
+        return self.inner._p2p_batch(p2p_ops)
 
     def dump(self, path: str) -> None:
         with open(path, "w", encoding="utf-8") as f:

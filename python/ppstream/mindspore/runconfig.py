@@ -12,7 +12,10 @@ from typing import Any
 
 import yaml
 
-MODEL_DEFAULTS = {"hidden": 32, "heads": 2, "experts": 2, "top_k": 1, "ffn": 64, "seq_len": 32, "vocab": 256}
+MODEL_DEFAULTS = {"hidden": 32, "heads": 2, "experts": 2, "top_k": 1, "ffn": 64, "seq_len": 32, "vocab": 256,
+                  "dtype": "float32"}
+MODEL_DTYPES = ("float32", "float16", "bfloat16")
+CPU_DTYPES = ("float32", "float16")  # MindSpore 2.10's CPU MatMul has no bfloat16 kernel (checked)
 TRAIN_DEFAULTS = {
     "steps": 5,
     "micro_batch_size": 2,
@@ -22,6 +25,7 @@ TRAIN_DEFAULTS = {
     "eps": 1.0e-8,
     "seed": 1234,
     "data": "/usr/share/games/fortunes",
+    "recompute": False,  # True: backward reruns the stage's forward (keeps only stage inputs)
 }
 
 
@@ -115,6 +119,8 @@ def load_run_config(path: str, overrides: dict[str, str] | None = None) -> RunCo
     train = _section(doc, "train", TRAIN_DEFAULTS, path)
     if model["hidden"] % model["heads"]:
         raise RunConfigError(f"{path}: model.hidden={model['hidden']} must be a multiple of model.heads={model['heads']}")
+    if model["dtype"] not in MODEL_DTYPES:
+        raise RunConfigError(f"{path}: model.dtype={model['dtype']!r}: expected one of {', '.join(MODEL_DTYPES)}")
     if not 1 <= model["top_k"] <= model["experts"]:
         raise RunConfigError(f"{path}: model.top_k={model['top_k']} must be in 1..model.experts={model['experts']}")
     layers = [tuple(x) for x in core["stage_layers"]]

@@ -1,12 +1,17 @@
 """PipelineStage: forward/backward of one virtual stage's Cells, one microbatch at a time.
 
-Forward runs the Cells and keeps what backward needs (the stage's inputs, per microbatch);
-backward runs ``GradOperation(get_all=True, get_by_list=True, sens_param=True)`` with the
-received output gradient as ``sens`` (ones for the last stage's loss) — recomputing the
-stage's forward — returns the input gradient to send upstream and adds the parameter
-gradients into the unsharded accumulators. (``mindspore.vjp``, which would keep the forward's
-graph instead, failed in MindSpore 2.10 PyNative once several microbatches of several stages
-were pending: "Can not find top cell for backward"; see docs/runtime.md.)
+The stage Cell is marked ``set_grad(True)``, so MindSpore PyNative records each forward's
+graph. ``backward(mb, dy)`` later calls ``GradOperation(get_all=True, get_by_list=True,
+sens_param=True)`` on the *same* input tensors as ``forward(mb)``: PyNative finds the recorded
+graph of that call and runs only its backward — no recompute, in any order of microbatches
+(1F1B, interleaved; checked on CPU against a whole-model reference within 1e-8). It returns the
+input gradient to send upstream and adds the parameter gradients into the unsharded
+accumulators. hyper-parallel's PyNative stage does the same.
+
+Memory consequence: a pending microbatch keeps its recorded graph (the activations the
+backward needs) alive from its F to its B, whatever RESHARD does in between (see
+docs/runtime.md, "Memory"). ``recompute=True`` (``train.recompute``) is the old trade: the
+forward is not recorded, only the stage inputs are kept, and the backward reruns the forward.
 """
 from __future__ import annotations
 
@@ -18,13 +23,14 @@ from ppstream.mindspore.model import StageCell
 
 class PipelineStage:
 
-    def __init__(self, stage: int, cell: StageCell):
+    def __init__(self, stage: int, cell: StageCell, recompute: bool = False):
         self.stage, self.cell = stage, cell
         self.named = cell.named_params()
         self.params = [p for _n, p in self.named]
         self.grads: list | None = None  # unsharded accumulators, summed over microbatches
-        self._pending: dict[int, tuple] = {}  # mb -> (inputs, output)
+        self._pending: dict[int, tuple] = {}  # mb -> (inputs, output) of the recorded forward
         self._grad = ops.GradOperation(get_all=True, get_by_list=True, sens_param=True)
+        cell.set_grad(not recompute)
 
     @property
     def first(self) -> bool:
@@ -46,7 +52,7 @@ class PipelineStage:
 
     def backward(self, mb: int, grad_out: ms.Tensor | None) -> ms.Tensor | None:
         if mb not in self._pending:
-            raise RuntimeError(f"B mb{mb} s{self.stage}: no stashed forward")
+            raise RuntimeError(f"B mb{mb} s{self.stage}: no recorded forward")
         (x, labels), out = self._pending.pop(mb)
         sens = ops.ones_like(out) if grad_out is None else grad_out
         input_grads, weight_grads = self._grad(self.cell, ms.ParameterTuple(self.params))(x, labels, sens)
@@ -61,6 +67,11 @@ class PipelineStage:
         g = self.grads if self.grads is not None else [ops.zeros(p.shape, p.dtype) for p in self.params]
         self.grads = None
         return g
+
+    @property
+    def forward_runs(self) -> int:
+        """How many times the stage's construct ran: one per microbatch when nothing recomputes."""
+        return self.cell.runs.n
 
     def idle(self) -> bool:
         return not self._pending

@@ -24,7 +24,8 @@ TRAIN = {"steps": 5, "micro_batch_size": 2, "data": FORTUNES, "eps": 1.0e-6}
 
 
 def write_config(path: str, *, pp: int, vpp: int, layers: int, mbs: int, mode: str = "none", shard: int = 1,
-                 replicate: int = 1, reduce_grad: str = "async", overlap_p2p: bool = True) -> str:
+                 replicate: int = 1, reduce_grad: str = "async", overlap_p2p: bool = True,
+                 model: dict | None = None, train: dict | None = None) -> str:
     sched = "interleaved_1f1b" if vpp > 1 else "1f1b"
     lines = [f"pipeline_parallel_size: {pp}", f"pipeline_parallel_interleave_num: {vpp}", f"num_layers: {layers}",
              f"micro_batch_num: {mbs}", f"pipeline_parallel_overlap_p2p: {str(overlap_p2p).lower()}",
@@ -33,7 +34,7 @@ def write_config(path: str, *, pp: int, vpp: int, layers: int, mbs: int, mode: s
     if mode != "none":
         lines += ["data_parallel:", f"  mode: {mode}", f"  shard_size: {shard}", f"  replicate_size: {replicate}",
                   "  reshard_after_backward: true", f"  reduce_grad: {reduce_grad}", "  sync_last_reduce: true"]
-    lines += ["model: " + json.dumps(MODEL), "train: " + json.dumps(TRAIN)]
+    lines += ["model: " + json.dumps(model or MODEL), "train: " + json.dumps({**TRAIN, **(train or {})})]
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
     return path

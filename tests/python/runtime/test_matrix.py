@@ -3,7 +3,7 @@
 Each layout trains 5 steps; the launcher's --timeout kills a hung job and names the hung ranks
 (the assertion message shows them). Checks: loss every step and gathered final parameters
 equal the baseline (rtol 1e-4), replicas equal, every managed stage reduced exactly once per
-step with the expected collectives, async == inline bitwise, and the recorded stream discipline.
+step with the expected collectives, one forward per microbatch per stage (no recompute), async == inline bitwise, and the recorded stream discipline.
 """
 from __future__ import annotations
 
@@ -111,6 +111,17 @@ def test_every_managed_stage_reduced_once_per_step(name, workdir):
             assert c.get(f"REDUCE_GRAD s{s} reduce_scatter", 0) == (STEPS if shard > 1 else 0), (r, s, c)
             assert c.get(f"REDUCE_GRAD s{s} all_reduce", 0) == (STEPS if rep > 1 else 0), (r, s, c)
             assert c.get(f"UNSHARD s{s} all_gather", 0) == (STEPS if shard > 1 else 0), (r, s, c)
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_one_forward_per_microbatch_per_stage(name, workdir):
+    # backward runs on the recorded forward graph: no stage recomputes its forward
+    out = run_layout(name, workdir)
+    kw, _ = LAYOUTS[name]
+    world = kw["pp"] * kw.get("shard", 1) * kw.get("replicate", 1)
+    for r in range(world):
+        res = load_json(os.path.join(out, f"rank{r}", "result.json"))
+        assert res["forward_runs"] == {str(s): STEPS * kw["mbs"] for s in res["local_stages"]}, (r, res["forward_runs"])
 
 
 def test_async_and_inline_give_bitwise_identical_parameters(workdir):

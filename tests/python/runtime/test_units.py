@@ -64,7 +64,7 @@ def test_hung_ranks_names_each_unfinished_rank(tmp_path):
     prog.mkdir()
     (prog / "rank0.txt").write_text("done\n")
     (prog / "rank1.txt").write_text("step 2 #17 r1 reduce REDUCE_GRAD s1\n")
-    assert hung_ranks(str(tmp_path), 3) == ["r1: step 2 #17 r1 reduce REDUCE_GRAD s1",
+    assert hung_ranks(str(tmp_path), range(3)) == ["r1: step 2 #17 r1 reduce REDUCE_GRAD s1",
                                             "r2: (never started: no heartbeat)"]
 
 
@@ -96,3 +96,39 @@ def test_hsdp_layout_pads_and_shards_the_flat_vector():
     assert state.numel == 184 and state.shard_len == 62 and state.padded == 186
     assert all(p.size == 0 for p in st.params)  # resharded at start
     assert float(state.shard.asnumpy()[-1]) == 0.0  # the padding lives in the last shard
+
+
+def test_comm_plan_one_group_per_program_stream_and_per_peer_pair(tmp_path):
+    import json
+    import ppstream
+    from conftest import write_config
+    from ppstream.mindspore.commplan import CommPlan
+    cfg = write_config(str(tmp_path / "c.yaml"), pp=2, vpp=2, layers=4, mbs=4, mode="hsdp", shard=2, replicate=2)
+    pset = json.loads(ppstream.compile(cfg, True, "ascend-mindspore"))
+    w = pset["world"]
+    plans = [CommPlan(Topology(w["pp"], w["vpp"], w["shard"], w["replicate"], r), pset["programs"][r])
+             for r in range(len(pset["programs"]))]
+    p4 = plans[4]  # pp rank 1, shard index 0, replicate index 0: shard group (4, 5), replicate (4, 6)
+    shard, rep = p4.shard, p4.replicate
+    assert p4.collective(shard, "fsdp").name == "pps_shard_4_5_fsdp"
+    assert p4.collective(shard, "reduce").name == "pps_shard_4_5_reduce"
+    assert p4.collective(rep, "compute").name == rep.name  # sync_last reduction and the final gather
+    assert p4.collective(shard, "reduce").ranks == shard.ranks
+    with pytest.raises(RuntimeError, match="no communication group planned"):
+        p4.collective(rep, "fsdp")  # UNSHARD never all-reduces
+    assert p4.p2p(0).name == "pps_p2p_0_4" and p4.p2p(0).index == 1
+    names = [g.name for g in p4.groups()]
+    assert names == [g.name for g in sorted(p4.groups(), key=lambda g: (g.ranks, g.name))]
+    # members of a group plan the same groups for it (so they create and issue on the same names)
+    for plan in plans:
+        for g in plan.groups():
+            for member in g.ranks:
+                assert g.name in {x.name for x in plans[member].groups()}, (plan.rank, g.name, member)
+
+
+def test_profile_schedule_skips_the_warm_up_step():
+    from ppstream.mindspore.profiling import profile_schedule
+    assert profile_schedule(5) == {"skip_first": 1, "wait": 0, "warmup": 0, "active": 4, "repeat": 1}
+    assert profile_schedule(1) == {"skip_first": 0, "wait": 0, "warmup": 0, "active": 1, "repeat": 1}
+    with pytest.raises(ValueError, match="at least one step"):
+        profile_schedule(0)

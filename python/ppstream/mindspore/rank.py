@@ -1,0 +1,76 @@
+"""RankRuntime: one rank's stages, HSDP states, data and executor, built from the run config.
+
+Shared by the msrun worker (one rank per process) and the in-process tests (every rank of a
+``FakeWorld`` in one process): given the run config, the rank's topology, its program and a
+platform, it builds the rank and runs steps. Knows nothing about processes or files.
+"""
+from __future__ import annotations
+
+import mindspore as ms
+
+from ppstream.mindspore.commplan import CommPlan
+from ppstream.mindspore.data import TextData, load_corpus
+from ppstream.mindspore.executor import ActivationSpec, Executor, Progress
+from ppstream.mindspore.groups import Topology
+from ppstream.mindspore.hsdp import HsdpState
+from ppstream.mindspore.model import StageCell, activation_spec, one_hot
+from ppstream.mindspore.platform_base import Platform
+from ppstream.mindspore.runconfig import RunConfig
+from ppstream.mindspore.stage import PipelineStage
+from ppstream.mindspore.trace import HostTrace
+
+
+class RankRuntime:
+
+    def __init__(self, cfg: RunConfig, topo: Topology, program: dict, mode: str, platform: Platform,
+                 progress: Progress | None = None, corpus=None):
+        self.cfg, self.topo, self.platform = cfg, topo, platform
+        m, t = cfg.model, cfg.train
+        platform.setup(CommPlan(topo, program))
+        self.stages, self.states = self._build_stages(mode)
+        self.data = TextData(load_corpus(t["data"]) if corpus is None else corpus, m["seq_len"],
+                             t["micro_batch_size"], cfg.micro_batch_num, topo.dp, t["seed"])
+        self.trace = HostTrace(topo.rank, topo.pp_rank)
+        shape, dtype = activation_spec(m, t["micro_batch_size"])
+        self.executor = Executor(program, self.stages, self.states, platform, ActivationSpec(shape, dtype),
+                                 self.trace, progress or Progress(None))
+
+    def _build_stages(self, mode: str) -> tuple[dict[int, PipelineStage], dict[int, HsdpState]]:
+        cfg, topo = self.cfg, self.topo
+        shard_g, rep_g = topo.shard_group(), topo.replicate_group()
+        stages, states = {}, {}
+        for s in topo.local_stages():
+            cell = StageCell(cfg.model, cfg.train["seed"], cfg.stage_layers[s], cfg.num_layers, s == 0,
+                             s == cfg.num_stages - 1, 1.0 / cfg.micro_batch_num)
+            stages[s] = PipelineStage(s, cell, recompute=cfg.train["recompute"])
+            states[s] = HsdpState(stages[s], shard_g, rep_g, sharded=(mode != "none" and topo.shard > 1),
+                                  reduced=(mode != "none"), train_cfg=cfg.train)
+        return stages, states
+
+    @property
+    def holds_loss(self) -> bool:
+        return (self.cfg.num_stages - 1) in self.stages
+
+    def run_step(self, step: int) -> float | None:
+        """One step; the sum of this rank's scaled last-stage losses (None without the last stage)."""
+        vocab = self.cfg.model["vocab"]
+        cache: dict[int, tuple[ms.Tensor, ms.Tensor]] = {}
+
+        def batch(mb: int):
+            if mb not in cache:
+                tok, lab = self.data.microbatch(step, self.topo.dp_index, mb)
+                cache[mb] = (one_hot(tok, vocab), one_hot(lab, vocab))
+            return cache[mb]
+
+        return self.executor.run_step(step, batch)
+
+    def full_parameters(self) -> dict:
+        """Every local stage's gathered parameters {name: array} (a collective in the shard group)."""
+        params = {}
+        for s, st in self.states.items():
+            params.update(st.full_parameters(self.platform, f"FINAL s{s}"))
+        return params
+
+    def forward_runs(self) -> dict[int, int]:
+        """How many times each local stage's forward ran (one per microbatch per step without recompute)."""
+        return {s: st.forward_runs for s, st in self.stages.items()}

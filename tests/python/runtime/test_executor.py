@@ -1,0 +1,227 @@
+"""The executor on the in-process FakePlatform: every rank of a layout in one process, no msrun.
+
+For PP1/HSDP, PP2/VPP2/FSDP (async and inline) and PP2/VPP2/HSDP: losses and gathered final
+parameters equal the single-process baseline, one forward per microbatch per stage (backward
+runs on the recorded graph, nothing recomputes), every managed stage reduced once per step,
+async ≡ inline bitwise. Also: the platform layer's contract (abstract base, profiles equal to
+the C++ profile names, straggler and recording wrappers). Seconds per layout on a tiny model.
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+import ppstream
+from conftest import write_config
+from ppstream.mindspore import model as model_module
+from ppstream.mindspore.groups import Topology
+from ppstream.mindspore.platform_base import DEVICE_PROFILES, KNOWN_PROFILES, Platform
+from ppstream.mindspore.runconfig import load_run_config
+
+STEPS = 2
+TINY = {"hidden": 8, "heads": 2, "experts": 2, "top_k": 2, "ffn": 16, "seq_len": 8}
+LAYOUTS = {
+    "pp1_hsdp": dict(pp=1, vpp=1, layers=2, mbs=2, mode="hsdp", shard=2, replicate=2),
+    "pp2_vpp2_fsdp_async": dict(pp=2, vpp=2, layers=4, mbs=2, mode="fsdp", shard=2),
+    "pp2_vpp2_fsdp_inline": dict(pp=2, vpp=2, layers=4, mbs=2, mode="fsdp", shard=2, reduce_grad="inline"),
+    "pp2_vpp2_hsdp": dict(pp=2, vpp=2, layers=4, mbs=2, mode="hsdp", shard=2, replicate=2),
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def mindspore_cpu():
+    import mindspore as ms
+    from ppstream.mindspore.worker import cpu_settings
+    ms.set_device("CPU")
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    cpu_settings()
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    """Text every clone has (this package's source), so the test needs no installed corpus."""
+    with open(model_module.__file__, "rb") as f:
+        return np.frombuffer(f.read() * 4, dtype=np.uint8)
+
+
+def _config(tmp_path, name: str) -> str:
+    return write_config(str(tmp_path / f"{name}.yaml"), **LAYOUTS[name], model=TINY)
+
+
+def run_fake(config: str, corpus, steps: int = STEPS, wrap=None):
+    """Runs every rank of the config's expanded programs on one FakeWorld; returns (runtimes, losses per step)."""
+    from ppstream.mindspore.platform_fake import FakePlatform, FakeWorld
+    from ppstream.mindspore.rank import RankRuntime
+
+    cfg = load_run_config(config)
+    pset = json.loads(ppstream.compile(config, True, FakePlatform.profile))
+    w = pset["world"]
+    world = FakeWorld(len(pset["programs"]), timeout_s=120)
+
+    def build(r):
+        plat = FakePlatform(world, r)
+        plat = wrap(r, plat) if wrap else plat
+        topo = Topology(w["pp"], w["vpp"], w["shard"], w["replicate"], r)
+        return RankRuntime(cfg, topo, pset["programs"][r], pset["mode"].lower(), plat, corpus=corpus)
+
+    rts = world.run_ranks(build)
+    losses = []
+    for step in range(steps):
+        per_rank = world.run_ranks(lambda r: rts[r].run_step(step))
+        held = [x for x in per_rank if x is not None]
+        losses.append(sum(held) / len(held))
+    return rts, losses, world
+
+
+def gathered(rts, world) -> list[dict]:
+    params = world.run_ranks(lambda r: rts[r].full_parameters())
+    return [p for rt, p in zip(rts, params) if rt.topo.shard_index == 0]
+
+
+_baselines: dict = {}
+
+
+def baseline(config: str, corpus):
+    from ppstream.mindspore.baseline import train_baseline
+    cfg = load_run_config(config)
+    w = json.loads(ppstream.compile(config, False, "strict"))["world"]
+    key = (cfg.num_layers, cfg.micro_batch_num, w["shard"] * w["replicate"])
+    if key not in _baselines:
+        losses, _ms, params = train_baseline(cfg, key[2], STEPS, corpus=corpus)
+        _baselines[key] = (losses, params)
+    return _baselines[key]
+
+
+_runs: dict = {}
+
+
+def run_layout(name: str, tmp_path, corpus):
+    if name not in _runs:
+        cfg = _config(tmp_path, name)
+        t0 = time.perf_counter()
+        rts, losses, world = run_fake(cfg, corpus)
+        _runs[name] = (cfg, rts, losses, gathered(rts, world), time.perf_counter() - t0)
+    return _runs[name]
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_layout_matches_baseline_with_one_forward_per_microbatch(name, tmp_path, corpus):
+    cfg, rts, losses, params, _secs = run_layout(name, tmp_path, corpus)
+    ref_losses, ref_params = baseline(cfg, corpus)
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+    seen = set()
+    for p in params:
+        for k, v in p.items():
+            np.testing.assert_allclose(v, ref_params[k], rtol=1e-4, atol=1e-7, err_msg=f"{name}: {k}")
+            seen.add(k)
+    assert seen == set(ref_params)
+    mbs = LAYOUTS[name]["mbs"]
+    for rt in rts:  # no recompute: construct ran once per microbatch per step on every stage
+        assert rt.forward_runs() == {s: STEPS * mbs for s in rt.stages}, (rt.topo.rank, rt.forward_runs())
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_every_managed_stage_reduced_once_per_step(name, tmp_path, corpus):
+    _cfg, rts, _l, _p, _s = run_layout(name, tmp_path, corpus)
+    kw = LAYOUTS[name]
+    for rt in rts:
+        c = rt.platform.counts
+        for s in rt.stages:
+            assert c[f"REDUCE_GRAD s{s}"] == STEPS, (rt.topo.rank, s, dict(c))
+            assert c[f"REDUCE_GRAD s{s} reduce_scatter"] == (STEPS if kw.get("shard", 1) > 1 else 0)
+            assert c[f"REDUCE_GRAD s{s} all_reduce"] == (STEPS if kw.get("replicate", 1) > 1 else 0)
+            assert c[f"UNSHARD s{s} all_gather"] == (STEPS if kw.get("shard", 1) > 1 else 0)
+
+
+def test_async_and_inline_bitwise_identical(tmp_path, corpus):
+    a = run_layout("pp2_vpp2_fsdp_async", tmp_path, corpus)[3]
+    b = run_layout("pp2_vpp2_fsdp_inline", tmp_path, corpus)[3]
+    assert len(a) == len(b)
+    for pa, pb in zip(a, b):
+        for k in pa:
+            assert np.array_equal(pa[k], pb[k]), k
+
+
+def test_straggler_wrapper_delays_only_reductions(tmp_path, corpus, monkeypatch):
+    from ppstream.mindspore import platform_straggler
+    from ppstream.mindspore.platform_recording import RecordingPlatform
+    from ppstream.mindspore.platform_straggler import StragglerPlatform
+    slept: list[tuple[int, float]] = []
+    monkeypatch.setattr(platform_straggler.time, "sleep", lambda s: slept.append(s))
+
+    def wrap(r, plat):
+        return RecordingPlatform(StragglerPlatform(plat, 250.0)) if r == 1 else plat
+
+    rts, _losses, _w = run_fake(_config(tmp_path, "pp2_vpp2_fsdp_async"), corpus, steps=1, wrap=wrap)
+    p = rts[1].platform
+    assert p.name == "cpu-serial" and p.label == "cpu-serial+straggler+recording"
+    n_reduce = sum(1 for i in rts[1].executor.program["instrs"] if i["op"] == "REDUCE_GRAD")
+    assert slept == [0.25] * n_reduce and n_reduce > 0
+    # the recording saw every reduction collective on the stream the program put it on
+    for e in p.log:
+        if e["call"] == "collective" and "REDUCE_GRAD" in e["text"]:
+            assert e["stream"] == rts[1].executor.program["instrs"][e["i"]]["stream"]
+    assert p.counts is p.inner.counts is p.inner.inner.counts
+
+
+def test_platform_is_abstract_and_names_a_cpp_profile(tmp_path):
+    from ppstream.mindspore.platform_ascend import AscendPlatform
+    from ppstream.mindspore.platform_cpu import CpuPlatform
+    from ppstream.mindspore.platform_fake import FakePlatform
+
+    with pytest.raises(TypeError):
+        Platform()  # abstract: no transport
+
+    class NoProfile(CpuPlatform):
+        profile = "cpu"
+
+    with pytest.raises(TypeError, match="expected one of"):
+        NoProfile()
+    assert {"cpu": CpuPlatform.profile, "ascend": AscendPlatform.profile} == DEVICE_PROFILES
+    assert FakePlatform.profile == CpuPlatform.profile
+    cfg = _config(tmp_path, "pp2_vpp2_fsdp_async")
+    for prof in DEVICE_PROFILES.values():  # the C++ engine knows every profile a platform names
+        assert prof in KNOWN_PROFILES
+        assert json.loads(ppstream.compile(cfg, False, prof))["programs"]
+
+
+def test_fake_world_names_a_deadlocked_rank(corpus):
+    from ppstream.mindspore.groups import Group
+    from ppstream.mindspore.platform_base import P2P
+    from ppstream.mindspore.platform_fake import FakePlatform, FakeWorld
+    import mindspore as ms
+    world = FakeWorld(2, timeout_s=0.5)
+    plats = [FakePlatform(world, r) for r in range(2)]
+
+    def body(r):
+        plats[r].begin_instr(3, {"text": f"r{r} compute BATCH", "op": "BATCH"})
+        if r == 0:  # rank 0 receives, rank 1 never sends
+            return plats[0].p2p_batch([P2P("RECV_F", 1, shape=(2,), dtype=ms.float32)], "BATCH")
+        return plats[1].all_reduce_sum(ms.Tensor(np.ones(2, np.float32)), Group("g", (1,), 0), "solo")
+
+    with pytest.raises(RuntimeError, match=r"rank 0 failed.*r0 step 0 #3 'r0 compute BATCH': RECV_F <-r1"):
+        world.run_ranks(body)
+
+
+def test_float16_model_sends_float16_activations(tmp_path, corpus):
+    # the receive buffers take the model's dtype and shape: a float32 buffer would fail the
+    # fake's check that a received tensor matches its buffer (and break P2P on a device)
+    import mindspore as ms
+    cfg = write_config(str(tmp_path / "fp16.yaml"), **LAYOUTS["pp2_vpp2_fsdp_async"], model={**TINY, "dtype": "float16"})
+    rts, losses, _w = run_fake(cfg, corpus, steps=1)
+    assert rts[0].executor.act.dtype == ms.float16 and rts[0].executor.act.shape == (2, TINY["seq_len"], TINY["hidden"])
+    ref32 = baseline(_config(tmp_path, "pp2_vpp2_fsdp_async"), corpus)[0][0]
+    np.testing.assert_allclose(losses[0], ref32, rtol=1e-2)  # float16 compute: close to the float32 loss
+
+
+def test_recompute_option_reruns_each_forward_with_the_same_result(tmp_path, corpus):
+    cfg = write_config(str(tmp_path / "re.yaml"), **LAYOUTS["pp2_vpp2_fsdp_async"], model=TINY,
+                       train={"recompute": True})
+    rts, losses, world = run_fake(cfg, corpus, steps=1)
+    for rt in rts:  # the forward once in F and once more inside B
+        assert rt.forward_runs() == {s: 2 * LAYOUTS["pp2_vpp2_fsdp_async"]["mbs"] for s in rt.stages}
+    ref = baseline(_config(tmp_path, "pp2_vpp2_fsdp_async"), corpus)[0][0]
+    np.testing.assert_allclose(losses[0], ref, rtol=1e-6)

@@ -1,0 +1,119 @@
+"""The launcher: msrun command lines (one node, several nodes), refusing a world larger than its
+workers before writing any program file, and owning its process tree (SIGKILL of the launcher
+leaves no worker behind)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import have_fortunes, write_config
+from ppstream.mindspore.launch import Cluster, WorldTooLarge, check_world, msrun_command
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def test_msrun_command_single_node_starts_the_whole_world_here():
+    cmd = msrun_command("msrun", Cluster(8, 8, master_port=4000), 4, "w.py", "/run")
+    assert cmd == ["msrun", "--worker_num=4", "--local_worker_num=4", "--master_addr=127.0.0.1",
+                   "--master_port=4000", "--node_rank=0", "--join=True", "--log_dir=/run/msrun_log",
+                   "--tail_worker_log=4", "w.py", "/run"]
+
+
+def test_msrun_command_two_nodes():
+    c = Cluster(16, 8, master_addr="10.0.0.1", master_port=8118, node_rank=1, log_dir="/logs")
+    check_world(16, "pp=2 x shard=8", c)
+    assert c.local_ranks(16) == range(8, 16)  # msrun's numbering: node_rank * local + i
+    assert Cluster(8, 8).local_ranks(4) == range(4)
+    cmd = msrun_command("/v/bin/msrun", c, 16, "w.py", "/run")
+    assert cmd[1:9] == ["--worker_num=16", "--local_worker_num=8", "--master_addr=10.0.0.1", "--master_port=8118",
+                        "--node_rank=1", "--join=True", "--log_dir=/logs", "--tail_worker_log=16"]
+
+
+def test_world_checks_name_the_numbers():
+    with pytest.raises(WorldTooLarge, match="world of 16384 ranks .* 8 workers"):
+        check_world(16384, "pp=4 x shard=64 x replicate=64", Cluster(8, 8))
+    with pytest.raises(WorldTooLarge, match="must be equal"):
+        check_world(8, "pp=2 x shard=4", Cluster(16, 8, node_rank=0))
+    with pytest.raises(WorldTooLarge, match="--node-rank 2"):
+        check_world(16, "pp=2 x shard=8", Cluster(16, 8, node_rank=2))
+    check_world(4, "pp=2 x shard=2", Cluster(8, 8))  # a smaller world on one node is fine
+
+
+def test_train_refuses_the_seed_world_before_writing_programs(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "ppstream.mindspore.train", os.path.join(ROOT, "examples",
+                           "seed-pp4-vpp2-hsdp.yaml"), "--out", str(out), "--device", "cpu",
+                           "--local-worker-num", "8"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "ranks" in proc.stderr and "8 workers" in proc.stderr, proc.stderr
+    assert not out.exists() or not any(out.iterdir()), "wrote files before refusing"
+
+
+def _procs_mentioning(text: str) -> list[str]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmd and state != "Z":
+            found.append(f"{pid}: {cmd[:200]}")
+    return found
+
+
+@pytest.mark.multiprocess
+@pytest.mark.skipif(not have_fortunes(), reason="needs /usr/share/games/fortunes (scripts/setup.sh)")
+def test_sigkill_of_the_launcher_leaves_no_worker(tmp_path):
+    # FSDP over 2 ranks; rank 1's reductions are delayed 60 s, so the job is mid-step when killed.
+    cfg = write_config(str(tmp_path / "orphan.yaml"), pp=1, vpp=1, layers=2, mbs=2, mode="fsdp", shard=2)
+    run_dir = str(tmp_path / "run")
+    launcher = subprocess.Popen([sys.executable, "-m", "ppstream.mindspore.train", cfg, "--out", run_dir,
+                                 "--steps", "1", "--straggle", "1:60000", "--timeout", "300"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    beats = [os.path.join(run_dir, "progress", f"rank{r}.txt") for r in range(2)]
+    deadline = time.monotonic() + 200
+    while time.monotonic() < deadline:  # both ranks inside step 0
+        if all(os.path.exists(b) and open(b).read().startswith("step 0") for b in beats):
+            break
+        assert launcher.poll() is None, "launcher ended before the workers started"
+        time.sleep(0.5)
+    else:
+        launcher.kill()
+        pytest.fail("workers never reached step 0")
+    assert len(_procs_mentioning(run_dir)) >= 3  # msrun, scheduler, two workers
+    launcher.send_signal(signal.SIGKILL)
+    launcher.wait()
+    deadline = time.monotonic() + 10
+    left = _procs_mentioning(run_dir)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = _procs_mentioning(run_dir)
+    for line in left:  # clean up before failing
+        os.kill(int(line.split(":")[0]), signal.SIGKILL)
+    assert not left, "processes left 10 s after the launcher was killed:\n" + "\n".join(left)
+
+
+def test_ascend_comm_stream_mode_is_set_explicitly():
+    from ppstream.mindspore.launch import runtime_conf
+    assert runtime_conf("") == "multi_stream:group"
+    assert runtime_conf("multi_stream:true,inline:false") == "inline:false,multi_stream:group"
+
+
+def test_bfloat16_is_refused_on_cpu_before_launch(tmp_path):
+    cfg = write_config(str(tmp_path / "bf16.yaml"), pp=1, vpp=1, layers=2, mbs=2,
+                       model={"hidden": 8, "heads": 2, "dtype": "bfloat16"})
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "ppstream.mindspore.train", cfg, "--out", str(out), "--device", "cpu"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "model.dtype=bfloat16 is not supported on CPU" in proc.stderr, proc.stderr
+    assert not out.exists()
