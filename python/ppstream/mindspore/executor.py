@@ -73,8 +73,12 @@ class Executor:
         self.progress.write(f"step {step} #{i} {text}")
         self.platform.begin_instr(i, instr)
         t0 = self.trace.now_us()
+        run = getattr(self, "_op_" + instr["op"], None)
+        if run is None:  # e.g. I / W of a zero-bubble schedule: `ppstream train` refuses those before launch
+            raise RuntimeError(f"r{self.program.get('rank', '?')} #{i}: the MindSpore runtime cannot run {text!r} "
+                               "(split backward I/W is not supported; use schedule 1f1b or interleaved_1f1b)")
         with self.platform.stream(instr["stream"]):
-            getattr(self, "_op_" + instr["op"])(instr)
+            run(instr)
         self.trace.instr(i, instr, t0, self.trace.now_us())
 
     def _check_drained(self, step: int) -> None:
