@@ -73,10 +73,11 @@ def test_async_issues_every_send_b_before_its_reduction_ends_inline_does_not(smo
 
 
 def test_ascend_smoke_on_cpu(smoke):
-    # NEEDS THE ANALYZER BRANCH: analyze/diff of the run directories with CPU profiler output
     out, proc = smoke
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
     for layout in ("fsdp4", "hsdp2x2"):
         report = (out / f"{layout}-async.analyze.txt").read_text()
         assert "SEND_B" in report, report[-3000:]
+        profile = (out / f"{layout}-async.profile.txt").read_text()  # MindSpore's own CPU profiler output
+        assert "compute_ms" in profile and "rank" in profile, profile[-2000:]
         assert (out / f"{layout}.diff.txt").read_text().strip()
