@@ -20,7 +20,7 @@ TEST(HardenAscend, ProfilerInfoRankOutOfRangeIsATraceError) {
     ADD_FAILURE() << "accepted";
   } catch (const TraceError& e) {
     EXPECT_EQ(std::string(e.what()), (dir / "profiler_info_99999999999.json").string() +
-                                         ": rank 99999999999 in the file name is out of range (0..2147483647)");
+                                         ": rank '99999999999' in the file name; expected 0..2147483647");
   }
   std::filesystem::remove_all(dir.parent_path());
 }
