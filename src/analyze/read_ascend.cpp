@@ -143,7 +143,7 @@ void read_step_trace_csv(const std::string& path, const std::string& producer, T
       if (col == "Step") {
         if (!val.empty()) {
           auto v = to_double(val);
-          if (!v) {
+          if (!v || !(std::fabs(*v) <= 9.0e15) || *v != std::floor(*v)) {  // exact in a double; no UB in the cast
             throw TraceError(fmt::format("{}: line {}: Step '{}'; expected an integer", path,
                                          lineno, val));
           }
