@@ -3,7 +3,7 @@
 // and under strict + cpu-serial. Reports configurations and instructions per second.
 #include <benchmark/benchmark.h>
 
-#include "ppstream/verify/grid.h"
+#include "ppstream/grid/grid.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include "config_args.h"
 #include "ppstream/lower/lower.h"
 #include "ppstream/program/format.h"
-#include "ppstream/verify/grid.h"
+#include "ppstream/grid/grid.h"
 #include "ppstream/verify/verify.h"
 
 namespace ppstream::cli {

@@ -3,7 +3,6 @@
 #include <climits>
 
 #include "config_internal.h"
-#include "ppstream/schedule/schedule.h"
 
 namespace ppstream::config_detail {
 namespace {

@@ -71,8 +71,6 @@ ComputeOrder interleaved_order(const char* fn, int32_t pp, int32_t vpp, int32_t 
 
 }  // namespace
 
-int32_t interleaved_rounds(int32_t pp, int32_t microbatches) { return std::max(1, microbatches / pp); }
-
 ComputeOrder schedule_interleaved_1f1b(int32_t pp, int32_t vpp, int32_t microbatches) {
   return interleaved_order("schedule_interleaved_1f1b", pp, vpp, microbatches, false);
 }

@@ -21,6 +21,11 @@ inline bool splits_backward(ScheduleKind k) { return k == ScheduleKind::ZB_H1 ||
 inline bool is_interleaved(ScheduleKind k) {
   return k == ScheduleKind::INTERLEAVED_1F1B || k == ScheduleKind::INTERLEAVED_ZB;
 }
+// Rounds of the interleaved schedules (PyTorch ScheduleInterleaved1F1B's rule): max(1, m / pp);
+// the microbatch count must be a multiple of it. Lives here because validation checks it.
+inline int32_t interleaved_rounds(int32_t pp, int32_t microbatches) {
+  return microbatches / pp > 1 ? microbatches / pp : 1;
+}
 enum class P2PTransport : uint8_t { PLAIN, BATCH, MULTI_STREAM };
 
 // Inclusive layer range [first, last] of one virtual stage.

@@ -38,14 +38,13 @@ ComputeOrder schedule_1f1b(int32_t pp, int32_t microbatches);
 // Interleaved 1F1B (Narayanan et al., SC'21, §2.2; Megatron-LM
 // forward_backward_pipelining_with_interleaving; PyTorch ScheduleInterleaved1F1B): chunk c of
 // rank r is stage c*pp + r. Microbatches go in rounds of g = m / rounds, rounds =
-// interleaved_rounds(pp, m) = max(1, m / pp) (g = pp when pp divides m, as Megatron). The k-th
+// interleaved_rounds(pp, m) = max(1, m / pp) (config.h) (g = pp when pp divides m, as Megatron). The k-th
 // forward of a rank (k = 0 .. m*v-1) runs chunk (k % (g*v)) / g on microbatch
 // (k / (g*v))*g + k % g; the k-th backward the same microbatch on chunk v-1 - (k % (g*v))/g.
 // Warm-up min((pp-r-1)*2 + (v-1)*g, m*v) forwards, then pairs (forward k+warm-up, backward k),
 // then the remaining backwards. With v = 1 this is still that formula (warm-up 2*(pp-r-1)), not
 // schedule_1f1b. Requires microbatches % rounds == 0 (PyTorch's rule; also validated by config).
 ComputeOrder schedule_interleaved_1f1b(int32_t pp, int32_t vpp, int32_t microbatches);
-int32_t interleaved_rounds(int32_t pp, int32_t microbatches);
 // Interleaved zero bubble (PyTorch ScheduleInterleavedZeroBubble, "ZB1P" of Qi et al., ICLR
 // 2024): the interleaved order with warm-up (pp-r-1) + (v-1)*g, each backward split into I then
 // W; rank r runs the oldest queued W after each I from its r-th backward on, the rest at the end.

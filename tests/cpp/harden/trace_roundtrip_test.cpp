@@ -11,7 +11,7 @@
 #include "../analyze/util.h"
 #include "ppstream/analyze/analyze.h"
 #include "ppstream/sim/simulate.h"
-#include "ppstream/verify/grid.h"
+#include "ppstream/grid/grid.h"
 
 namespace ppstream {
 namespace {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <set>
 
-#include "ppstream/verify/grid.h"
+#include "ppstream/grid/grid.h"
 
 namespace ppstream {
 namespace {

@@ -14,7 +14,7 @@
 #include "ppstream/engine/engine.h"
 #include "ppstream/lower/lower.h"
 #include "ppstream/sim/cost_model.h"
-#include "ppstream/verify/grid.h"
+#include "ppstream/grid/grid.h"
 
 namespace ppstream {
 namespace {

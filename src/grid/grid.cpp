@@ -1,5 +1,5 @@
 // The verification grid (see grid.h).
-#include "ppstream/verify/grid.h"
+#include "ppstream/grid/grid.h"
 
 #include <fmt/format.h>
 
