@@ -35,13 +35,7 @@ ProgramSet compile(const PipelineConfig& cfg, const LowerOptions& opts) {
     vo.after_pass = passes[n].name;
     // Completeness rules (reduce-once, reshard-once, drain) hold only once every pass has run.
     vo.complete = n + 1 == passes.size();
-    const std::vector<Violation> violations = verify(set, vo);
-    if (!violations.empty()) {
-      std::string msg = fmt::format("lower: pass {} produced an invalid program ({} violation(s)):",
-                                    passes[n].name, violations.size());
-      for (const Violation& v : violations) msg += "\n  " + v.to_string();
-      throw std::logic_error(msg);
-    }
+    require_verified(set, vo, fmt::format("lower: pass {} produced an invalid program", passes[n].name));
   }
   return set;
 }

@@ -37,12 +37,7 @@ std::string compile_config(PipelineConfig cfg, const std::map<std::string, std::
   const ProgramSet set = compile(cfg, lo);
   VerifyOptions vo;
   vo.platforms = parse_platform_list(platform);
-  const auto violations = verify(set, vo);
-  if (!violations.empty()) {
-    std::string msg = "verify: " + std::to_string(violations.size()) + " violation(s):";
-    for (const Violation& v : violations) msg += "\n  " + v.to_string();
-    throw std::runtime_error(msg);
-  }
+  require_verified(set, vo, "verify");
   return to_json(set);
 }
 
@@ -53,6 +48,7 @@ PYBIND11_MODULE(_core, m) {
   py::register_exception<ConfigError>(m, "ConfigError", PyExc_ValueError);
   py::register_exception<ParseError>(m, "ParseError", PyExc_ValueError);
   py::register_exception<analyze::TraceError>(m, "TraceError", PyExc_ValueError);
+  py::register_exception<VerifyError>(m, "VerifyError", PyExc_RuntimeError);
 
   m.def(
       "compile",
@@ -64,7 +60,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("overrides") = std::map<std::string, std::string>{},
       "Compile the YAML config at config_path to the ProgramSet JSON (str), verified under `platform`\n"
       "('strict', 'ascend-mindspore', 'cpu-serial', comma list or 'all'). expanded=True gives one program\n"
-      "per DP rank. Raises ConfigError (ValueError) for a bad config, RuntimeError listing violations.");
+      "per DP rank. Raises ConfigError (ValueError) for a bad config, VerifyError (RuntimeError) listing violations.");
   m.def(
       "load_config",
       [](const std::string& path, const std::map<std::string, std::string>& overrides) {

@@ -147,12 +147,7 @@ std::string settings_json(const ReplayOptions& o, int np) {
 }  // namespace
 
 void require_verified(const ProgramSet& set, const std::string& what) {
-  const auto violations = verify(set, {});
-  if (violations.empty()) return;
-  std::string msg = fmt::format("replay: the {} programs do not verify ({} violation(s)); refusing to run them:", what,
-                                violations.size());
-  for (const Violation& v : violations) msg += "\n  " + v.to_string();
-  throw std::invalid_argument(msg);
+  ppstream::require_verified(set, {}, fmt::format("replay: the {} programs do not verify; refusing to run them", what));
 }
 
 ProgramSet verified_world(const PipelineConfig& cfg, ReducePolicy policy) {

@@ -141,11 +141,7 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
     LowerOptions once;
     once.verify_each_pass = false;
     ProgramSet set = compile(c, once);
-    if (const auto violations = verify(set, {}); !violations.empty()) {
-      std::string msg = fmt::format("simulate: the {} programs do not verify ({} violation(s)):", to_string(policy), violations.size());
-      for (const Violation& v : violations) msg += "\n  " + v.to_string();
-      throw std::invalid_argument(msg);
-    }
+    require_verified(set, {}, fmt::format("simulate: the {} programs do not verify", to_string(policy)));
     if (opts.cluster) {
       LowerOptions lo;
       lo.expanded = true;

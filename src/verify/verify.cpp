@@ -18,6 +18,22 @@ std::string Violation::to_string() const {
   return out;
 }
 
+namespace {
+std::string verify_error_text(std::string_view context, const std::vector<Violation>& violations) {
+  std::string msg = fmt::format("{}: {} violation(s):", context, violations.size());
+  for (const Violation& v : violations) msg += "\n  " + v.to_string();
+  return msg;
+}
+}  // namespace
+
+VerifyError::VerifyError(std::string_view context, std::vector<Violation> violations)
+    : std::runtime_error(verify_error_text(context, violations)), violations_(std::move(violations)) {}
+
+void require_verified(const ProgramSet& set, const VerifyOptions& opts, std::string_view context) {
+  auto violations = verify(set, opts);
+  if (!violations.empty()) throw VerifyError(context, std::move(violations));
+}
+
 namespace verify_detail {
 
 void Report::add(const char* rule, int32_t prog, int32_t index, std::string message) {

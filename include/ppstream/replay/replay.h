@@ -45,11 +45,11 @@ struct ReplayOptions {
 using RankTimings = std::vector<InstrTiming>;
 
 // Builds the expanded program set replay runs (every DP rank, rank = pp_rank * dp + dp_index)
-// for one policy and checks it: throws std::invalid_argument listing every violation when the
+// for one policy and checks it: throws VerifyError listing every violation when the
 // verifier rejects the one-replica set (replay never runs an unverified program).
 ProgramSet verified_world(const PipelineConfig& cfg, ReducePolicy policy);
-// Throws std::invalid_argument ("replay: the WHAT programs do not verify (N violation(s));
-// refusing to run them:" and every violation) unless `set` verifies.
+// Throws VerifyError ("replay: the WHAT programs do not verify; refusing to run them: N
+// violation(s):" and every violation) unless `set` verifies.
 void require_verified(const ProgramSet& set, const std::string& what);
 
 // Worker entry (inside mpirun/srun): MPI_Init_thread, run, MPI_Finalize. Returns the exit code.

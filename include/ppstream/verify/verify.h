@@ -18,7 +18,9 @@
 // docs/verify.md lists each rule with an example message.
 #pragma once
 
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ppstream/engine/engine.h"
@@ -45,5 +47,21 @@ struct VerifyOptions {
 };
 
 std::vector<Violation> verify(const ProgramSet& set, const VerifyOptions& opts = {});
+
+// The one error for "these programs do not verify": what() is
+// "<context>: N violation(s):\n  <Violation::to_string()>…"; violations() keeps them for callers
+// that report them another way. Python sees it as ppstream.VerifyError (a RuntimeError).
+class VerifyError : public std::runtime_error {
+ public:
+  VerifyError(std::string_view context, std::vector<Violation> violations);
+  const std::vector<Violation>& violations() const { return violations_; }
+
+ private:
+  std::vector<Violation> violations_;
+};
+
+// verify(), throwing VerifyError with `context` (e.g. "simulate: the async programs") when any
+// rule is violated. Every path that runs or emits programs goes through this.
+void require_verified(const ProgramSet& set, const VerifyOptions& opts, std::string_view context);
 
 }  // namespace ppstream

@@ -10,6 +10,7 @@
 #include "ppstream/config/config.h"
 #include "ppstream/lower/lower.h"
 #include "ppstream/replay/replay.h"
+#include "ppstream/verify/verify.h"
 #include "ppstream/sim/simulate.h"
 #include "replay/contents.h"
 #include "replay/measure.h"
@@ -166,7 +167,8 @@ TEST(ReplayWorld, RefusesAProgramSetTheVerifierRejects) {
   try {
     require_verified(set, "async");
     FAIL() << "accepted a program set the verifier rejects";
-  } catch (const std::invalid_argument& e) {
+  } catch (const VerifyError& e) {
+    EXPECT_FALSE(e.violations().empty());
     EXPECT_NE(std::string(e.what()).find("refusing to run"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("r1"), std::string::npos) << e.what();
   }

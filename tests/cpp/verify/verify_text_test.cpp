@@ -65,6 +65,22 @@ r1 compute OPT_STEP
             "first and wait only before OPT_STEP");
 }
 
+// require_verified: silent on a valid set; one VerifyError carrying the violations otherwise.
+TEST(VerifyText, RequireVerifiedThrowsOneErrorType) {
+  EXPECT_NO_THROW(require_verified(parse_program_set(kAsync), {}, "test"));
+  std::string text = kAsync;
+  text.erase(text.find("r1 compute RECORD compute_ready[s1]\n"), std::string("r1 compute RECORD compute_ready[s1]\n").size());
+  try {
+    require_verified(parse_program_set(text), {}, "test: the async programs");
+    FAIL() << "a WAIT without its RECORD verified";
+  } catch (const VerifyError& e) {
+    ASSERT_FALSE(e.violations().empty());
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("test: the async programs: " + std::to_string(e.violations().size()) + " violation(s):", 0), 0u) << what;
+    EXPECT_NE(what.find(e.violations().front().to_string()), std::string::npos) << what;
+  }
+}
+
 // Ascend timings (F=1, B=2, batch 0.5, all-reduce 3 with the slowest outside member 1 ms late):
 //   r0 F [0,1]; SEND_F ends 1.5; r1 F [1.5,2.5], B [2.5,4.5]; r1 SEND_B posted 4.5 → 5.0;
 //   r1's reduction starts 4.5 (compute_ready fired at 4.5) → 4.5 + 1 + 3 = 8.5; r1 OPT_STEP 8.5.
