@@ -185,12 +185,10 @@ void form_collectives(const ProgramSet& set, Topology& t, bool ranks_ok) {
     }
   }
   if (!w.expanded || !ranks_ok) return;
-  const int32_t dp = w.dp();
   for (size_t p = 0; p < n; ++p) {
     const int32_t r = set.programs[p].rank.v;
-    const int32_t pr = r / dp, sidx = r % w.shard;
-    t.group_of[0][p] = r / w.shard;
-    t.group_of[1][p] = pr * w.shard + sidx;
+    t.group_of[0][p] = w.group_of(GroupKind::SHARD, r);
+    t.group_of[1][p] = w.group_of(GroupKind::REPLICATE, r);
   }
   for (int kind = 0; kind < 2; ++kind) {
     const auto gk = static_cast<GroupKind>(kind);
@@ -240,7 +238,6 @@ uint8_t collective_comms(const Instr& in, const World& w) {
   return m;
 }
 
-const char* to_string(GroupKind k) { return k == GroupKind::SHARD ? "shard" : "replicate"; }
 
 int32_t Topology::prog_of_global(int32_t g) const {
   auto it = std::upper_bound(instr_base.begin(), instr_base.end(), g);
@@ -258,16 +255,7 @@ int32_t Topology::prog_of_rank(Rank r) const {
 }
 
 std::vector<Rank> Topology::group_ranks(GroupKind kind, int32_t group) const {
-  const World& w = set->world;
-  std::vector<Rank> out;
-  if (kind == GroupKind::SHARD) {
-    const int32_t pr = group / w.replicate, rep = group % w.replicate;
-    for (int32_t j = 0; j < w.shard; ++j) out.emplace_back(pr * w.dp() + rep * w.shard + j);
-  } else {
-    const int32_t pr = group / w.shard, sidx = group % w.shard;
-    for (int32_t j = 0; j < w.replicate; ++j) out.emplace_back(pr * w.dp() + j * w.shard + sidx);
-  }
-  return out;
+  return set->world.group_members(kind, group);
 }
 
 const std::string& Topology::event_name(int32_t prog, int32_t local) const {

@@ -25,8 +25,7 @@ struct StructuralError {
   std::string message;
 };
 
-enum class GroupKind : uint8_t { SHARD, REPLICATE };
-const char* to_string(GroupKind k);
+using ppstream::GroupKind;  // program/ir.h, beside World's group formula (and its to_string)
 
 // One ordered P2P channel seen from one side: the ops this program posts towards `peer_prog`
 // in one direction (F or B), in program order. Position k pairs with position k of the

@@ -150,4 +150,22 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "to_json", [](const std::string& programs_text) { return to_json(parse_program_set(programs_text)); },
       py::arg("programs_text"), "JSON form of programs given as canonical text.");
+  m.def(
+      "dp_group",
+      [](const std::string& kind, int32_t rank, int32_t pp, int32_t shard, int32_t replicate) {
+        if (kind != "shard" && kind != "replicate")
+          throw py::value_error("dp_group: kind '" + kind + "': expected 'shard' or 'replicate'");
+        const World w{pp, 1, shard, replicate, true};
+        if (pp < 1 || shard < 1 || replicate < 1 || rank < 0 || rank >= pp * w.dp())
+          throw py::value_error("dp_group: rank " + std::to_string(rank) + " outside a world of pp=" + std::to_string(pp) +
+                                " x shard=" + std::to_string(shard) + " x replicate=" + std::to_string(replicate));
+        const GroupKind k = kind == "shard" ? GroupKind::SHARD : GroupKind::REPLICATE;
+        std::vector<int32_t> out;
+        for (Rank r : w.group_members(k, w.group_of(k, rank))) out.push_back(r.v);
+        return out;
+      },
+      py::arg("kind"), py::arg("rank"), py::arg("pp"), py::arg("shard"), py::arg("replicate"),
+      "Global ranks (list[int], rank order) of `rank`'s 'shard' or 'replicate' group in an expanded\n"
+      "world of pp x shard x replicate ranks: the engine's one HSDP group formula (World::group_members).\n"
+      "Raises ValueError for an unknown kind or a rank outside the world.");
 }

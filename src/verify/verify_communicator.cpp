@@ -28,7 +28,7 @@ void check_communicator_order(const engine::Topology& t, Report& rep) {
                 fmt::format("{} and {} run on the same {}-group communicator from different streams with no "
                             "RECORD/WAIT chain between them; the communicator runs them in issue order, so this "
                             "one silently waits for the other: order them with an event",
-                            rep.op(p, b), rep.local(p, a), engine::to_string(static_cast<engine::GroupKind>(kind))));
+                            rep.op(p, b), rep.local(p, a), to_string(static_cast<GroupKind>(kind))));
       }
     }
   }

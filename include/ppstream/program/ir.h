@@ -69,6 +69,11 @@ struct Instr {
 // The world a program set describes. A compiled set holds either one pipeline replica
 // (ranks = PP ranks 0..pp-1, HSDP peers outside the set) or the whole expanded world
 // (rank = pp_rank * dp + dp_index, dp_index = replicate_index * shard + shard_index).
+// The two HSDP communication groups of a rank: the shard group (reduce-scatter / all-gather)
+// and the replicate group (all-reduce across replicas).
+enum class GroupKind : uint8_t { SHARD, REPLICATE };
+inline const char* to_string(GroupKind k) { return k == GroupKind::SHARD ? "shard" : "replicate"; }
+
 struct World {
   int32_t pp = 1;          // pipeline_parallel_size
   int32_t vpp = 1;         // virtual stages per PP rank
@@ -77,6 +82,26 @@ struct World {
   bool expanded = false;   // true: every DP rank is in the set
   auto operator<=>(const World&) const = default;
   int32_t dp() const { return shard * replicate; }
+
+  // The one HSDP group formula (engine, verifier, replay and the Python runtime use it; see
+  // docs/semantics.md). Expanded ranks are numbered pp_rank*dp + replicate_index*shard +
+  // shard_index. Group ids: shard group = rank / shard (pp*replicate of them); replicate group =
+  // pp_rank*shard + shard_index (pp*shard of them). Members are listed in rank order, so a
+  // rank's index in its shard group is its shard_index and in its replicate group its
+  // replicate_index. Ranks and ids are not range-checked here (callers hold valid ones).
+  int32_t group_of(GroupKind kind, int32_t rank) const {
+    return kind == GroupKind::SHARD ? rank / shard : rank / dp() * shard + rank % shard;
+  }
+  std::vector<Rank> group_members(GroupKind kind, int32_t group) const {
+    std::vector<Rank> out;
+    if (kind == GroupKind::SHARD) {
+      for (int32_t j = 0; j < shard; ++j) out.push_back(Rank{group * shard + j});
+    } else {
+      const int32_t pp_rank = group / shard, shard_index = group % shard;
+      for (int32_t j = 0; j < replicate; ++j) out.push_back(Rank{pp_rank * dp() + j * shard + shard_index});
+    }
+    return out;
+  }
 };
 
 // How gradients are reduced (the reduction placement policy of the lowering).

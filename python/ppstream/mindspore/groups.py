@@ -1,11 +1,13 @@
 """Topology: which global ranks form a rank's shard group, replicate group and PP peers.
 
 Expanded program sets number ranks ``pp_rank * dp + replicate_index * shard + shard_index``
-(docs/semantics.md); the groups are derived from that, never configured.
+(docs/semantics.md); the groups' members come from the engine (``_core.dp_group``), never configured.
 """
 from __future__ import annotations
 
 import dataclasses
+
+from ppstream import _core
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,14 +55,15 @@ class Topology:
         return self.dp_index // self.shard
 
     def shard_group(self) -> Group:
-        base = self.pp_rank * self.dp + self.replicate_index * self.shard
-        ranks = tuple(base + i for i in range(self.shard))
-        return Group(_name("shard", ranks), ranks, self.shard_index)
+        return self._group("shard")
 
     def replicate_group(self) -> Group:
-        base = self.pp_rank * self.dp + self.shard_index
-        ranks = tuple(base + j * self.shard for j in range(self.replicate))
-        return Group(_name("replicate", ranks), ranks, self.replicate_index)
+        return self._group("replicate")
+
+    def _group(self, kind: str) -> Group:
+        # The engine's formula (World::group_members), so runtime and verifier agree on members.
+        ranks = tuple(_core.dp_group(kind, self.rank, self.pp, self.shard, self.replicate))
+        return Group(_name(kind, ranks), ranks, ranks.index(self.rank))
 
     def local_stages(self) -> list[int]:
         """Global virtual stages of this rank, chunk order (s = chunk * pp + pp_rank)."""

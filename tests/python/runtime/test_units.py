@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ppstream.mindspore.groups import Topology
-from ppstream import ConfigError
+from ppstream import ConfigError, _core
 from ppstream.mindspore.runconfig import RunConfigError, load_run_config
 from ppstream.mindspore.train import hung_ranks
 
@@ -57,6 +57,10 @@ def test_topology_groups_match_expanded_rank_numbering():
     assert t.shard_group().ranks == (6, 7)
     assert t.replicate_group().ranks == (4, 6)
     assert t.local_stages() == [1, 3]
+    with pytest.raises(ValueError, match="expected 'shard' or 'replicate'"):
+        _core.dp_group("pipeline", 6, 2, 2, 2)
+    with pytest.raises(ValueError, match="rank 8 outside a world"):
+        _core.dp_group("shard", 8, 2, 2, 2)
 
 
 def test_hung_ranks_names_each_unfinished_rank(tmp_path):
