@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "ppstream/program/format.h"
+#include "ppstream/program/intervals.h"
 
 namespace ppstream::sim {
 namespace {
@@ -35,21 +36,9 @@ WaitKind kind_of(OpKind k) {
   }
 }
 
-double intersection(const std::vector<std::pair<double, double>>& a, std::vector<std::pair<double, double>> b) {
-  // a: disjoint, sorted (one FIFO stream); b may overlap itself (several reduce streams): merge.
-  std::sort(b.begin(), b.end());
-  std::vector<std::pair<double, double>> merged;
-  for (auto iv : b) {
-    if (!merged.empty() && iv.first <= merged.back().second) merged.back().second = std::max(merged.back().second, iv.second);
-    else merged.push_back(iv);
-  }
-  double total = 0;
-  size_t i = 0, j = 0;
-  while (i < a.size() && j < merged.size()) {
-    total += std::max(0.0, std::min(a[i].second, merged[j].second) - std::max(a[i].first, merged[j].first));
-    (a[i].second < merged[j].second) ? ++i : ++j;
-  }
-  return total;
+// a: disjoint, sorted (one FIFO stream); b may overlap itself (several reduce streams): merge.
+double intersection(const IntervalList<double>& a, IntervalList<double> b) {
+  return intersection_length(a, merge_intervals(std::move(b)));
 }
 
 // Per-program lookups the critical-path walk and the wait attribution need, built once in

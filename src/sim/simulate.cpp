@@ -10,34 +10,14 @@
 
 #include "ppstream/engine/engine.h"
 #include "ppstream/lower/lower.h"
+#include "ppstream/program/intervals.h"
 #include "ppstream/sim/trace.h"
 #include "ppstream/verify/verify.h"
 
 namespace ppstream::sim {
 namespace {
 
-using Intervals = std::vector<std::pair<double, double>>;
-
-Intervals merged(Intervals v) {
-  std::sort(v.begin(), v.end());
-  Intervals out;
-  for (auto iv : v) {
-    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
-    else out.push_back(iv);
-  }
-  return out;
-}
-
-// Length of `a` covered by `sorted` (disjoint, sorted): binary search to the first interval
-// ending after a's start, so that all transfers of a rank cost O(n log n).
-double overlap(std::pair<double, double> a, const Intervals& sorted) {
-  double total = 0;
-  auto it = std::lower_bound(sorted.begin(), sorted.end(), a.first,
-                             [](const std::pair<double, double>& iv, double x) { return iv.second < x; });
-  for (; it != sorted.end() && it->first < a.second; ++it)
-    total += std::max(0.0, std::min(a.second, it->second) - std::max(a.first, it->first));
-  return total;
-}
+using Intervals = IntervalList<double>;
 
 // Link sharing, first order: from a run without contention, each transfer (P2P batch after its
 // match, REDUCE_GRAD after its last arrival) that overlaps the other kind's transfers on the
@@ -54,18 +34,18 @@ std::vector<std::vector<double>> link_extras(const ProgramSet& set, const Engine
       if (i.op == OpKind::BATCH) p2p.emplace_back(t.end_ms - cost.base_batch_ms(i), t.end_ms);
       if (i.op == OpKind::REDUCE_GRAD) reduce.emplace_back(t.end_ms - cost.base_collective_ms(i), t.end_ms);
     }
-    p2p = merged(std::move(p2p));
-    reduce = merged(std::move(reduce));
+    p2p = merge_intervals(std::move(p2p));
+    reduce = merge_intervals(std::move(reduce));
     extra[p].assign(prog.instrs.size(), 0.0);
     for (size_t k = 0; k < prog.instrs.size(); ++k) {
       const Instr& i = prog.instrs[k];
       const InstrTiming& t = run.timing[p][k];
       if (i.op == OpKind::BATCH && mode != LinkSharing::P2P_PRIORITY) {
-        const double o = overlap({t.end_ms - cost.base_batch_ms(i), t.end_ms}, reduce);
+        const double o = covered_length({t.end_ms - cost.base_batch_ms(i), t.end_ms}, reduce);
         extra[p][k] = mode == LinkSharing::FAIR ? o / 2 : o;
       }
       if (i.op == OpKind::REDUCE_GRAD && mode != LinkSharing::REDUCE_PRIORITY) {
-        const double o = overlap({t.end_ms - cost.base_collective_ms(i), t.end_ms}, p2p);
+        const double o = covered_length({t.end_ms - cost.base_collective_ms(i), t.end_ms}, p2p);
         extra[p][k] = mode == LinkSharing::FAIR ? o / 2 : o;
       }
     }
