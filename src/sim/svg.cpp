@@ -43,6 +43,89 @@ double nice_step(double span) {
   return 10 * mag;
 }
 
+// One instruction as drawn: its box (lane 0 = compute, 1 = communication), colour, label and
+// tooltip. color == nullptr: not drawn (RECORD, WAITs off compute, …).
+struct Box {
+  double a = 0, b = 0;  // ms
+  double lane = 0;
+  const char* color = nullptr;
+  std::string label, tip;
+};
+
+Box box_of(const Instr& i, const InstrTiming& t) {
+  const bool on_compute = i.stream == "compute";
+  Box x{t.start_ms, t.end_ms, on_compute ? 0.0 : 1.0, nullptr, {}, {}};
+  switch (i.op) {
+    case OpKind::F: x.color = kF, x.label = fmt::format("{}/{}", i.mb.v, i.stage.v), x.tip = fmt::format("F mb{} s{}", i.mb.v, i.stage.v); break;
+    case OpKind::B:
+    case OpKind::I:
+    case OpKind::W:
+      x.color = kB, x.label = fmt::format("{}/{}", i.mb.v, i.stage.v);
+      x.tip = fmt::format("{} mb{} s{}", to_string(i.op), i.mb.v, i.stage.v);
+      break;
+    case OpKind::OPT_STEP: x.color = kOpt, x.tip = "OPT_STEP"; break;
+    case OpKind::BATCH: x.color = kP2P, x.lane = 1, x.tip = fmt::format("BATCH on {} ({} ops)", i.stream, i.p2p.size()); break;
+    case OpKind::REDUCE_GRAD: x.color = kReduce, x.lane = 1, x.label = fmt::format("R s{}", i.stage.v), x.tip = fmt::format("REDUCE_GRAD s{} on {}", i.stage.v, i.stream); break;
+    case OpKind::UNSHARD: x.color = kUnshard, x.lane = 1, x.label = fmt::format("U s{}", i.stage.v), x.tip = fmt::format("UNSHARD s{}", i.stage.v); break;
+    case OpKind::WAIT:
+      if (on_compute) x.a = t.ready_ms, x.b = t.start_ms, x.color = kWait, x.tip = "EVENT_WAIT " + i.event;
+      break;
+    default: break;
+  }
+  return x;
+}
+
+void draw_legend(std::ostringstream& o) {
+  double lx = kLeft;
+  for (auto [color, name] : std::vector<std::pair<const char*, const char*>>{
+           {kF, "forward"}, {kB, "backward"}, {kP2P, "P2P batch"}, {kReduce, "REDUCE_GRAD"}, {kUnshard, "UNSHARD"},
+           {kWait, "stream wait (EVENT_WAIT)"}, {kOpt, "optimizer"}}) {
+    o << fmt::format(R"(<rect x="{:.1f}" y="8" width="12" height="12" fill="{}"/><text x="{:.1f}" y="18">{}</text>)", lx, color, lx + 16, name)
+      << "\n";
+    lx += 40 + 6.5 * static_cast<double>(std::string_view(name).size());  // room for the label
+  }
+}
+
+// The time axis at height y, its grid lines reaching down to `bottom`.
+void draw_axis(std::ostringstream& o, double y, double bottom, double span, double scale) {
+  const double step = nice_step(span);
+  for (double t = 0; t <= span + 1e-9; t += step) {
+    const double x = kLeft + t * scale;
+    o << fmt::format(R"(<line x1="{0:.1f}" x2="{0:.1f}" y1="{1:.1f}" y2="{2:.1f}" stroke="#ddd"/><text x="{0:.1f}" y="{3:.1f}" text-anchor="middle">{4:g} ms</text>)",
+                     x, y + 12, bottom, y + 10, t)
+      << "\n";
+  }
+}
+
+// One rank's two lanes (compute, communication) with their top at y.
+void draw_rank(std::ostringstream& o, const Program& prog, const std::vector<InstrTiming>& timing, double y, double scale) {
+  o << fmt::format(R"(<text x="10" y="{:.1f}">r{} (pp {}) compute</text><text x="10" y="{:.1f}" fill="#666">comm</text>)",
+                   y + 13, prog.rank.v, prog.pp_rank, y + kLane + 13)
+    << "\n";
+  for (size_t k = 0; k < prog.instrs.size(); ++k) {
+    const Instr& i = prog.instrs[k];
+    const Box bx = box_of(i, timing[k]);
+    if (!bx.color || bx.b - bx.a <= 0) continue;
+    const double x = kLeft + bx.a * scale, w = std::max((bx.b - bx.a) * scale, 0.5);
+    const double ry = y + bx.lane * kLane + 2;
+    o << fmt::format(R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{:.1f}" fill="{}" stroke="white" stroke-width="0.3"><title>{} {:.3f}–{:.3f} ms</title></rect>)",
+                     x, ry, w, kLane - 4, bx.color, escape(bx.tip), bx.a, bx.b);
+    // Inline collectives block compute: show the wait on the compute lane too.
+    if ((i.op == OpKind::REDUCE_GRAD || i.op == OpKind::UNSHARD) && i.stream == "compute")
+      o << fmt::format(R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{:.1f}" fill="{}" opacity="0.8"><title>EVENT_WAIT on {} {:.3f}–{:.3f} ms</title></rect>)",
+                       x, y + 2, w, kLane - 4, kWait, escape(bx.tip), bx.a, bx.b);
+    if (!bx.label.empty() && w > 6.0 * static_cast<double>(bx.label.size()))
+      o << fmt::format(R"(<text x="{:.2f}" y="{:.1f}" text-anchor="middle" fill="white">{}</text>)", x + w / 2, ry + 10, bx.label);
+    o << "\n";
+  }
+}
+
+size_t shown_rows(const SvgPanel& pn, const ProgramFilter& filter) {
+  size_t rows = 0;
+  for (const Program& p : pn.set->programs) rows += (!filter || filter(p)) ? 1 : 0;
+  return rows;
+}
+
 }  // namespace
 
 std::string render_svg(const std::vector<SvgPanel>& panels, const ProgramFilter& filter) {
@@ -50,9 +133,9 @@ std::string render_svg(const std::vector<SvgPanel>& panels, const ProgramFilter&
   size_t rows = 0;
   for (const SvgPanel& pn : panels) {
     span = std::max(span, pn.run->makespan_ms);
-    for (const Program& p : pn.set->programs) rows += (!filter || filter(p)) ? 1 : 0;
+    rows += shown_rows(pn, filter);
   }
-  // A non-finite span would never end the axis-tick loop below.
+  // A non-finite span would never end the axis-tick loop.
   if (!std::isfinite(span)) throw std::invalid_argument(fmt::format("svg: step time {} ms is not finite", span));
   span = std::max(span, 1e-9);
   const double scale = kWidth / span;
@@ -62,77 +145,18 @@ std::string render_svg(const std::vector<SvgPanel>& panels, const ProgramFilter&
   o << fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" font-family="sans-serif" font-size="10">)",
                    kLeft + kWidth + 20, height)
     << "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  // Legend.
-  double lx = kLeft;
-  for (auto [color, name] : std::vector<std::pair<const char*, const char*>>{
-           {kF, "forward"}, {kB, "backward"}, {kP2P, "P2P batch"}, {kReduce, "REDUCE_GRAD"}, {kUnshard, "UNSHARD"},
-           {kWait, "stream wait (EVENT_WAIT)"}, {kOpt, "optimizer"}}) {
-    o << fmt::format(R"(<rect x="{:.1f}" y="8" width="12" height="12" fill="{}"/><text x="{:.1f}" y="18">{}</text>)", lx, color, lx + 16, name)
-      << "\n";
-    lx += 40 + 6.5 * static_cast<double>(std::string_view(name).size());  // room for the label
-  }
+  draw_legend(o);
   double y = 40;
   for (const SvgPanel& pn : panels) {
     o << fmt::format(R"(<text x="10" y="{:.1f}" font-size="14" font-weight="bold">{} — step {:.1f} ms</text>)", y + 20,
                      escape(pn.title), pn.run->makespan_ms)
       << "\n";
     y += kPanelHead;
-    // Time axis, its grid lines spanning the panel's rows.
-    size_t panel_rows = 0;
-    for (const Program& p : pn.set->programs) panel_rows += (!filter || filter(p)) ? 1 : 0;
-    const double bottom = y + kAxis + static_cast<double>(panel_rows) * (2 * kLane + kRankGap);
-    const double step = nice_step(span);
-    for (double t = 0; t <= span + 1e-9; t += step) {
-      const double x = kLeft + t * scale;
-      o << fmt::format(R"(<line x1="{0:.1f}" x2="{0:.1f}" y1="{1:.1f}" y2="{2:.1f}" stroke="#ddd"/><text x="{0:.1f}" y="{3:.1f}" text-anchor="middle">{4:g} ms</text>)",
-                       x, y + 12, bottom, y + 10, t)
-        << "\n";
-    }
+    draw_axis(o, y, y + kAxis + static_cast<double>(shown_rows(pn, filter)) * (2 * kLane + kRankGap), span, scale);
     y += kAxis - 6;
     for (size_t p = 0; p < pn.set->programs.size(); ++p) {
-      const Program& prog = pn.set->programs[p];
-      if (filter && !filter(prog)) continue;
-      o << fmt::format(R"(<text x="10" y="{:.1f}">r{} (pp {}) compute</text><text x="10" y="{:.1f}" fill="#666">comm</text>)",
-                       y + 13, prog.rank.v, prog.pp_rank, y + kLane + 13)
-        << "\n";
-      for (size_t k = 0; k < prog.instrs.size(); ++k) {
-        const Instr& i = prog.instrs[k];
-        const InstrTiming& t = pn.run->timing[p][k];
-        const bool on_compute = i.stream == "compute";
-        double a = t.start_ms, b = t.end_ms;
-        const char* color = nullptr;
-        std::string label, tip;
-        double lane = on_compute ? 0 : 1;
-        switch (i.op) {
-          case OpKind::F: color = kF, label = fmt::format("{}/{}", i.mb.v, i.stage.v), tip = fmt::format("F mb{} s{}", i.mb.v, i.stage.v); break;
-          case OpKind::B:
-          case OpKind::I:
-          case OpKind::W:
-            color = kB, label = fmt::format("{}/{}", i.mb.v, i.stage.v);
-            tip = fmt::format("{} mb{} s{}", to_string(i.op), i.mb.v, i.stage.v);
-            break;
-          case OpKind::OPT_STEP: color = kOpt, tip = "OPT_STEP"; break;
-          case OpKind::BATCH: color = kP2P, lane = 1, tip = fmt::format("BATCH on {} ({} ops)", i.stream, i.p2p.size()); break;
-          case OpKind::REDUCE_GRAD: color = kReduce, lane = 1, label = fmt::format("R s{}", i.stage.v), tip = fmt::format("REDUCE_GRAD s{} on {}", i.stage.v, i.stream); break;
-          case OpKind::UNSHARD: color = kUnshard, lane = 1, label = fmt::format("U s{}", i.stage.v), tip = fmt::format("UNSHARD s{}", i.stage.v); break;
-          case OpKind::WAIT:
-            if (on_compute) a = t.ready_ms, b = t.start_ms, color = kWait, tip = "EVENT_WAIT " + i.event;
-            break;
-          default: break;
-        }
-        if (!color || b - a <= 0) continue;
-        const double x = kLeft + a * scale, w = std::max((b - a) * scale, 0.5);
-        const double ry = y + lane * kLane + 2;
-        o << fmt::format(R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{:.1f}" fill="{}" stroke="white" stroke-width="0.3"><title>{} {:.3f}–{:.3f} ms</title></rect>)",
-                         x, ry, w, kLane - 4, color, escape(tip), a, b);
-        // Inline collectives block compute: show the wait on the compute lane too.
-        if ((i.op == OpKind::REDUCE_GRAD || i.op == OpKind::UNSHARD) && on_compute)
-          o << fmt::format(R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{:.1f}" fill="{}" opacity="0.8"><title>EVENT_WAIT on {} {:.3f}–{:.3f} ms</title></rect>)",
-                           x, y + 2, w, kLane - 4, kWait, escape(tip), a, b);
-        if (!label.empty() && w > 6.0 * static_cast<double>(label.size()))
-          o << fmt::format(R"(<text x="{:.2f}" y="{:.1f}" text-anchor="middle" fill="white">{}</text>)", x + w / 2, ry + 10, label);
-        o << "\n";
-      }
+      if (filter && !filter(pn.set->programs[p])) continue;
+      draw_rank(o, pn.set->programs[p], pn.run->timing[p], y, scale);
       y += 2 * kLane + kRankGap;
     }
     y += 6;
