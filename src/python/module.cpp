@@ -41,15 +41,8 @@ std::string compile_config(PipelineConfig cfg, const std::map<std::string, std::
   return to_json(set);
 }
 
-}  // namespace
-
-PYBIND11_MODULE(_core, m) {
-  m.doc() = "ppstream engine: compile pipeline x HSDP configurations to verified stream programs";
-  py::register_exception<ConfigError>(m, "ConfigError", PyExc_ValueError);
-  py::register_exception<ParseError>(m, "ParseError", PyExc_ValueError);
-  py::register_exception<analyze::TraceError>(m, "TraceError", PyExc_ValueError);
-  py::register_exception<VerifyError>(m, "VerifyError", PyExc_RuntimeError);
-
+// compile, load_config and compile_text: config → verified programs
+void bind_compile(py::module_& m) {
   m.def(
       "compile",
       [](const std::string& path, bool expanded, const std::string& platform,
@@ -91,6 +84,10 @@ PYBIND11_MODULE(_core, m) {
       },
       py::arg("yaml_text"), py::arg("expanded") = true, py::arg("platform") = "cpu-serial",
       py::arg("overrides") = std::map<std::string, std::string>{}, "As compile(), from YAML text.");
+}
+
+// verify and verify_text: programs → violation messages
+void bind_verify(py::module_& m) {
   m.def(
       "verify",
       [](const std::string& programs_json, const std::string& platform) {
@@ -112,6 +109,10 @@ PYBIND11_MODULE(_core, m) {
         return out;
       },
       py::arg("programs_text"), py::arg("platform") = "all", "Verify programs in canonical text form.");
+}
+
+// simulate, analyze and diff: config or traces → metrics JSON
+void bind_sim_analyze(py::module_& m) {
   m.def(
       "simulate",
       [](const std::string& path, const std::string& reduce_grad, bool cluster, int32_t trials,
@@ -144,6 +145,10 @@ PYBIND11_MODULE(_core, m) {
         return analyze::diff_paths(baseline, optimized).to_json();
       },
       py::arg("baseline"), py::arg("optimized"), "Metric-by-metric comparison (JSON str) of two trace sets.");
+}
+
+// to_text, to_json and dp_group: program forms and the HSDP group formula
+void bind_formats(py::module_& m) {
   m.def(
       "to_text", [](const std::string& programs_json) { return to_text(parse_json(programs_json)); },
       py::arg("programs_json"), "Canonical text form of a ProgramSet JSON.");
@@ -168,4 +173,18 @@ PYBIND11_MODULE(_core, m) {
       "Global ranks (list[int], rank order) of `rank`'s 'shard' or 'replicate' group in an expanded\n"
       "world of pp x shard x replicate ranks: the engine's one HSDP group formula (World::group_members).\n"
       "Raises ValueError for an unknown kind or a rank outside the world.");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "ppstream engine: compile pipeline x HSDP configurations to verified stream programs";
+  py::register_exception<ConfigError>(m, "ConfigError", PyExc_ValueError);
+  py::register_exception<ParseError>(m, "ParseError", PyExc_ValueError);
+  py::register_exception<analyze::TraceError>(m, "TraceError", PyExc_ValueError);
+  py::register_exception<VerifyError>(m, "VerifyError", PyExc_RuntimeError);
+  bind_compile(m);
+  bind_verify(m);
+  bind_sim_analyze(m);
+  bind_formats(m);
 }
