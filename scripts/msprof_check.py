@@ -10,7 +10,7 @@ and prints its cluster_step_trace_time.csv columns beside ours (`ppstream analyz
 the per-step `device-step columns`, docs/analyze.md), per step and rank:
     python3 scripts/msprof_check.py tests/data/ascend/msinsight-level0 --ppstream build/ppstream
 Exit status 1 when a column differs by more than 1 %.
-`--bench DIR` instead runs msprof-analyze once and prints {"seconds", "peak_rss_mib"} as JSON
+`--bench DIR` instead runs msprof-analyze once and prints {"seconds", "cpu_seconds", "peak_rss_mib"} as JSON
 (peak RSS of its largest process).
 """
 import argparse
@@ -46,12 +46,14 @@ def tool(venv):
 
 
 def run_msprof(exe, profile, out):
-    """Runs msprof-analyze on a copy-free path; returns (seconds, peak RSS MiB of its processes)."""
+    """Runs msprof-analyze on a copy-free path; returns (wall s, CPU s of its processes, the largest peak RSS
+    of one of its processes in MiB)."""
     start = time.perf_counter()
     subprocess.run([exe, "cluster", "-d", os.path.abspath(profile), "-m", "all", "-o", out], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seconds = time.perf_counter() - start
-    return seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return seconds, u.ru_utime + u.ru_stime, u.ru_maxrss / 1024.0
 
 
 def theirs(out):
@@ -84,9 +86,9 @@ def main():
     exe = tool(args.venv)
     with tempfile.TemporaryDirectory() as tmp:
         # msprof-analyze writes next to its input unless -o: keep the input read-only.
-        seconds, rss = run_msprof(exe, args.profile, tmp)
+        seconds, cpu, rss = run_msprof(exe, args.profile, tmp)
         if args.bench:
-            print(json.dumps({"seconds": seconds, "peak_rss_mib": rss}))
+            print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mib": rss}))
             return 0
         t = theirs(tmp)
     o = ours(args.ppstream, args.profile)

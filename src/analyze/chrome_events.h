@@ -1,4 +1,4 @@
-// The one streaming scanner of Chrome trace JSON (simdjson on-demand): hands each event, with
+// The one streaming scanner of Chrome trace JSON (chunked reading, simdjson on-demand per event): hands each event, with
 // the few args any reader uses, to per-format mappers. Views are valid during the callback.
 #pragma once
 
@@ -48,10 +48,10 @@ struct ChromeTop {
   std::vector<std::pair<int64_t, int32_t>> pp_ranks;  // rank → pp_rank
 };
 
-// Scans every event of `buf`; host-side events (cpu_op, python_function, flows…) are dropped
+// Scans every event of the file at `path` (plain or gzip), reading it in bounded chunks and
+// parsing one event at a time (docs/analyze.md "Memory"); host-side events (cpu_op, python_function, flows…) are dropped
 // before their args are parsed, except ProfilerStep markers and cuda_runtime/cuda_driver
 // launches (only args.correlation is read: device work is put in the step that launched it). Throws TraceError with file, event index and byte offset.
-void scan_chrome(const std::string& path, const simdjson::padded_string& buf, ChromeTop& top,
-                 const std::function<void(const RawEvent&)>& sink);
+void scan_chrome(const std::string& path, ChromeTop& top, const std::function<void(const RawEvent&)>& sink);
 
 }  // namespace ppstream::analyze::detail

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <limits>
 #include <map>
-#include <unordered_map>
 
 #include "chrome_events.h"
 #include "chrome_reader.h"
@@ -72,10 +71,13 @@ void finish(RankTimeline& tl) {
 }
 
 // Kineto: each device slice with a correlation takes its launch's ts (or is marked unseen).
-void resolve_launches(RankTimeline& tl, const PendingLaunches& pending, const std::unordered_map<int64_t, int64_t>& ts) {
+// `launches` holds (correlation, launch ts) in file order; the first launch of a correlation counts.
+void resolve_launches(RankTimeline& tl, const PendingLaunches& pending, std::vector<std::pair<int64_t, int64_t>>& launches) {
+  std::stable_sort(launches.begin(), launches.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto [i, corr] : pending) {
-    auto it = ts.find(corr);
-    if (it != ts.end()) tl.slices[i].launch_ns = it->second;
+    auto it = std::lower_bound(launches.begin(), launches.end(), corr,
+                               [](const std::pair<int64_t, int64_t>& l, int64_t c) { return l.first < c; });
+    if (it != launches.end() && it->first == corr) tl.slices[i].launch_ns = it->second;
     else tl.slices[i].launch_unseen = true;
   }
 }
@@ -112,17 +114,16 @@ void merge_into(TraceSet& set, RankTimeline&& tl, const std::string& path) {
 
 }  // namespace
 
-void read_chrome_buffer(const std::string& path, const simdjson::padded_string& buf, TraceSet& set,
-                        const ChromeReadOptions& opts) {
+void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOptions& opts) {
   ChromeTop top;
   std::map<int64_t, RankTimeline> ours;  // pid (= rank) → timeline
   RankTimeline vendor;                   // Kineto / Ascend: one rank per file
   LaneNames lanes;                       // process / thread names (also ours: thread_name)
   std::vector<LaneEvent> lane_events;    // Ascend / MindSpore lanes, mapped once names are known
   PendingLaunches pending;
-  std::unordered_map<int64_t, int64_t> launch_ts;  // correlation → launch ts (Kineto)
+  std::vector<std::pair<int64_t, int64_t>> launch_ts;  // (correlation, launch ts), Kineto: 16 bytes each
   size_t seen = 0;
-  scan_chrome(path, buf, top, [&](const RawEvent& ev) {
+  scan_chrome(path, top, [&](const RawEvent& ev) {
     ++seen;
     if (ev.ph == 'M') {
       if (ev.pid && ev.tid && !ev.args.meta_name.empty() && ev.name == "thread_name") {
@@ -138,7 +139,7 @@ void read_chrome_buffer(const std::string& path, const simdjson::padded_string& 
     }
     if (!within_bounds(path, ev, set)) return;
     if ((ev.cat == "cuda_runtime" || ev.cat == "cuda_driver") && ev.args.correlation) {
-      launch_ts.emplace(*ev.args.correlation, *ev.ts_ns);
+      launch_ts.emplace_back(*ev.args.correlation, *ev.ts_ns);
     } else if (auto d = map_ppstream(path, ev)) {
       add(ours[*ev.pid], set.strings, ev, *d, nullptr);
     } else if (auto k = map_kineto(ev)) {

@@ -1,7 +1,5 @@
-// Reading one Chrome trace buffer (any of our three Chrome-based formats) into a TraceSet.
+// Reading one Chrome trace file (any of our three Chrome-based formats) into a TraceSet.
 #pragma once
-
-#include <simdjson.h>
 
 #include <optional>
 #include <string>
@@ -15,7 +13,7 @@ struct ChromeReadOptions {
 };
 
 // Throws TraceError on malformed input, duplicate ranks and traces with no device lanes.
-void read_chrome_buffer(const std::string& path, const simdjson::padded_string& buf, TraceSet& set,
-                        const ChromeReadOptions& opts);
+// The file (plain or gzip) is read in chunks, one event at a time (chrome_events.h).
+void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOptions& opts);
 
 }  // namespace ppstream::analyze::detail

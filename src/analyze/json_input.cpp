@@ -1,8 +1,7 @@
-// File loading (zlib for .gz) and number helpers shared by the readers.
+// Number and name helpers shared by the readers.
 #include "json_input.h"
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
@@ -11,90 +10,10 @@
 #include <limits>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 
 #include "ppstream/analyze/timeline.h"
 
 namespace ppstream::analyze::detail {
-namespace {
-
-bool is_gzip(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TraceError(fmt::format("{}: cannot open file", path));
-  unsigned char magic[2] = {0, 0};
-  in.read(reinterpret_cast<char*>(magic), 2);
-  return in.gcount() == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-}
-
-// gzip's trailer holds the uncompressed size mod 2^32: a good first allocation.
-size_t gzip_size_hint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  auto size = static_cast<long long>(in.tellg());
-  if (size < 18) return 1 << 16;
-  in.seekg(size - 4);
-  unsigned char b[4] = {0, 0, 0, 0};
-  in.read(reinterpret_cast<char*>(b), 4);
-  size_t isize = size_t{b[0]} | size_t{b[1]} << 8 | size_t{b[2]} << 16 | size_t{b[3]} << 24;
-  return std::max<size_t>(isize, 1 << 16);
-}
-
-simdjson::padded_string load_gzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) throw TraceError(fmt::format("{}: cannot open gzip file", path));
-  size_t cap = gzip_size_hint(path);
-  simdjson::padded_string buf(cap);
-  size_t len = 0;
-  for (;;) {
-    if (len == cap) {  // the hint was low (files over 4 GiB or concatenated members): grow
-      size_t next = cap + cap / 2;
-      simdjson::padded_string bigger(next);
-      std::copy(buf.data(), buf.data() + len, bigger.data());
-      buf.swap(bigger);
-      cap = next;
-    }
-    size_t want = std::min<size_t>(cap - len, 1u << 30);
-    int got = gzread(f, buf.data() + len, static_cast<unsigned>(want));
-    if (got < 0) {
-      int err = 0;
-      std::string msg = gzerror(f, &err);
-      gzclose(f);
-      throw TraceError(fmt::format("{}: byte {} of the decompressed stream: gzip error: {}", path,
-                                   len, msg));
-    }
-    if (got == 0) {
-      // gzread reports a truncated stream as end of file; only gzerror tells it apart.
-      int err = Z_OK;
-      const char* msg = gzerror(f, &err);
-      if (err != Z_OK) {
-        const std::string text = msg ? msg : "unknown";
-        gzclose(f);
-        throw TraceError(fmt::format("{}: byte {} of the decompressed stream: gzip error: {} (the file is truncated "
-                                     "or corrupt)",
-                                     path, len, text));
-      }
-      break;
-    }
-    len += static_cast<size_t>(got);
-  }
-  gzclose(f);
-  if (len == cap) return buf;
-  simdjson::padded_string exact(len);  // shrink: padded_string has no resize
-  std::copy(buf.data(), buf.data() + len, exact.data());
-  return exact;
-}
-
-}  // namespace
-
-simdjson::padded_string load_file(const std::string& path) {
-  if (is_gzip(path)) return load_gzip(path);
-  auto loaded = simdjson::padded_string::load(path);
-  if (loaded.error()) {
-    throw TraceError(fmt::format("{}: cannot read file: {}", path,
-                                 simdjson::error_message(loaded.error())));
-  }
-  return std::move(loaded).value_unsafe();
-}
-
 std::optional<int64_t> parse_us_to_ns(std::string_view t) {
   while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
   while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
@@ -198,23 +117,10 @@ std::optional<int64_t> as_us_ns(simdjson::ondemand::value v) {
   return parse_us_to_ns(text);
 }
 
-bool is_truncation(simdjson::error_code e) {
-  return e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || e == simdjson::UNCLOSED_STRING || e == simdjson::TAPE_ERROR ||
-         e == simdjson::OUT_OF_BOUNDS;
-}
-
-std::string truncation_message(const std::string& path, const simdjson::padded_string& buf, const char* what,
-                               std::optional<size_t> after_event) {
-  return fmt::format("{}: byte {} (end of file{}): the JSON document is cut short ({}); expected the closing ']' / "
-                     "'}}' of a complete trace (a truncated file?)",
-                     path, buf.size(), after_event ? fmt::format(", after event #{}", *after_event) : "", what);
-}
-
-std::string where(const std::string& path, const simdjson::padded_string& buf, const char* loc) {
-  if (loc == nullptr || loc < buf.data() || loc > buf.data() + buf.size()) {
-    return fmt::format("{}: ", path);
-  }
-  return fmt::format("{}: byte {}: ", path, loc - buf.data());
+std::string truncation_message(const std::string& path, uint64_t end_offset, size_t events_read) {
+  return fmt::format("{}: byte {} (end of file{}): the JSON document is cut short; expected the closing ']' / '}}' "
+                     "of a complete trace (a truncated file?)",
+                     path, end_offset, events_read > 0 ? fmt::format(", after event #{}", events_read - 1) : "");
 }
 
 bool ends_with(std::string_view s, std::string_view suffix) {

@@ -1,5 +1,5 @@
-// Loading trace files into one padded buffer (plain or gzip) and the small parsing helpers
-// every reader shares: decimal µs → ns, error locations.
+// The small parsing helpers every reader shares: decimal µs → ns, numbers from JSON values,
+// the truncation error, name matching. (Files are read in chunks: json_stream.h.)
 #pragma once
 
 #include <simdjson.h>
@@ -10,10 +10,6 @@
 #include <string_view>
 
 namespace ppstream::analyze::detail {
-
-// Reads `path` (gzip detected by its magic bytes) into one padded buffer; the only copy of the
-// file held in memory. Throws TraceError naming the file.
-simdjson::padded_string load_file(const std::string& path);
 
 // "1704161511420306.491" (µs, as a JSON number's text or a string) → ns, exact to 1 ns.
 // Exponent forms fall back to double. nullopt when the text is not a number.
@@ -26,14 +22,9 @@ std::optional<double> as_double(simdjson::ondemand::value v);
 // µs timestamp/duration given as number or string → ns.
 std::optional<int64_t> as_us_ns(simdjson::ondemand::value v);
 
-// simdjson errors that mean the document ends before its closing bracket (a cut file).
-bool is_truncation(simdjson::error_code e);
-// The error for such a file: names the end-of-file byte and, when known, the last event read.
-std::string truncation_message(const std::string& path, const simdjson::padded_string& buf, const char* what,
-                               std::optional<size_t> after_event);
-
-// "file: byte 1234: " prefix for an error at `loc` inside `buf`.
-std::string where(const std::string& path, const simdjson::padded_string& buf, const char* loc);
+// The error for a file that ends inside the JSON document: names the end-of-file byte
+// (`end_offset`, decompressed) and, when `events_read` > 0, the last complete event.
+std::string truncation_message(const std::string& path, uint64_t end_offset, size_t events_read);
 
 // True when `s` ends with `suffix` / starts with `prefix` / contains `needle` ignoring ASCII case.
 bool ends_with(std::string_view s, std::string_view suffix);

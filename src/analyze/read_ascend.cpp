@@ -11,11 +11,37 @@
 #include <regex>
 
 #include "chrome_reader.h"
+#include "json_file.h"
 #include "json_input.h"
 #include "ppstream/analyze/readers.h"
 
+namespace ppstream::analyze::detail {
+
+// nlohmann's what() without its "[json.exception.parse_error.101] " id (our errors say it).
+std::string without_json_id(const char* what) {
+  std::string w = what;
+  if (const auto close = w.find("] "); w.rfind("[json.exception.", 0) == 0 && close != std::string::npos) w.erase(0, close + 2);
+  return w;
+}
+
+nlohmann::json parse_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw TraceError(fmt::format("{}: cannot open file", path));
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw TraceError(fmt::format("{}: byte {}: malformed JSON: {}", path, e.byte, without_json_id(e.what())));
+  } catch (const nlohmann::json::exception& e) {
+    throw TraceError(fmt::format("{}: malformed JSON: {}", path, without_json_id(e.what())));
+  }
+}
+
+}  // namespace ppstream::analyze::detail
+
 namespace ppstream::analyze {
 namespace fs = std::filesystem;
+using detail::parse_json_file;
+using detail::without_json_id;
 using detail::ends_with;
 
 namespace {
@@ -45,25 +71,6 @@ std::optional<int64_t> to_int(const std::string& s) {
   auto r = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || r.ec != std::errc{} || r.ptr != s.data() + s.size()) return std::nullopt;
   return v;
-}
-
-// nlohmann's what() without its "[json.exception.parse_error.101] " id (our errors say it).
-static std::string without_json_id(const char* what) {
-  std::string w = what;
-  if (const auto close = w.find("] "); w.rfind("[json.exception.", 0) == 0 && close != std::string::npos) w.erase(0, close + 2);
-  return w;
-}
-
-nlohmann::json parse_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw TraceError(fmt::format("{}: cannot open file", path));
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw TraceError(fmt::format("{}: byte {}: malformed JSON: {}", path, e.byte, without_json_id(e.what())));
-  } catch (const nlohmann::json::exception& e) {
-    throw TraceError(fmt::format("{}: malformed JSON: {}", path, without_json_id(e.what())));
-  }
 }
 
 // The rank a file name in `dir` carries (the regex's first group), if any file matches.
@@ -259,11 +266,10 @@ void read_ascend_dir(const std::string& dir, TraceSet& set) {
   if (!fs::exists(tv) && fs::exists(out / "trace_view.json.gz")) tv = out / "trace_view.json.gz";
   const bool summary = !fs::exists(out / "step_trace_time.csv") && !fs::exists(out / "communication.json");
   if (fs::exists(tv)) {
-    auto buf = detail::load_file(tv.string());
     if (!rank) {
       set.notes.push_back(fmt::format("{}: no profiler_info_<rank>.json; rank taken from the trace or 0", dir));
     }
-    detail::read_chrome_buffer(tv.string(), buf, set, detail::ChromeReadOptions{rank});
+    detail::read_chrome_file(tv.string(), set, detail::ChromeReadOptions{rank});
   } else if (summary) {
     throw TraceError(fmt::format("{}: no trace_view.json, step_trace_time.csv or communication.json; expected "
                                  "an Ascend profiler output directory",
@@ -293,6 +299,9 @@ void read_ascend_dir(const std::string& dir, TraceSet& set) {
       if (rank) join_lane_op(set, *rank, set.comm_ops[i]);
     }
   }
+  // torch_npu writes profiler_metadata.json beside ASCEND_PROFILER_OUTPUT, MindSpore in the
+  // *_ascend_ms directory itself: the same place.
+  if (fs::exists(root / "profiler_metadata.json")) read_profiler_metadata((root / "profiler_metadata.json").string(), set);
   if (fs::exists(out / "communication_matrix.json")) {
     read_communication_matrix((out / "communication_matrix.json").string(), rank, set);
   }

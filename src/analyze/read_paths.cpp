@@ -6,45 +6,39 @@
 
 #include "chrome_reader.h"
 #include "json_input.h"
+#include "json_stream.h"
 #include "ppstream/analyze/readers.h"
 
 namespace ppstream::analyze {
 namespace fs = std::filesystem;
-namespace ond = simdjson::ondemand;
 using detail::ends_with;
 
 namespace {
 
 enum class JsonKind { CHROME, CLUSTER_COMM, RANK_COMM };
 
-// Looks at the top level only: '[' or a "traceEvents" key is a Chrome trace; "(0, 1)" keys a
-// cluster communication.json; "step…" keys a per-rank communication.json.
-JsonKind sniff_json(const std::string& path, const simdjson::padded_string& buf) {
-  size_t i = 0;
-  while (i < buf.size() && std::isspace(static_cast<unsigned char>(buf.data()[i]))) ++i;
-  if (i < buf.size() && buf.data()[i] == '[') return JsonKind::CHROME;
-  if (i >= buf.size() || buf.data()[i] != '{') {
-    throw TraceError(fmt::format("{}: byte {}: expected a JSON object or array", path, i));
-  }
-  ond::parser parser;
+// Looks at the first bytes only: '[' or a first key other than "(…)" / "step…" is a Chrome
+// trace (its scanner checks for "traceEvents"); "(0, 1)" keys a cluster communication.json;
+// "step…" keys a per-rank communication.json.
+JsonKind sniff_json(const std::string& path) {
+  detail::ByteSource src(path);
+  detail::JsonCursor cur(src);
+  cur.skip_ws();
+  const int c = cur.peek();
+  if (c == '[') return JsonKind::CHROME;
+  if (c != '{') throw TraceError(fmt::format("{}: byte {}: expected a JSON object or array", path, cur.offset()));
+  cur.advance();
+  cur.skip_ws();
+  if (cur.peek() != '"') return JsonKind::CHROME;  // "{}" or malformed: the Chrome scanner names what is wrong
   std::string first;
   try {
-    ond::document doc = parser.iterate(buf);
-    for (auto field : doc.get_object()) {
-      std::string_view key = field.unescaped_key();
-      if (key == "traceEvents") return JsonKind::CHROME;
-      if (first.empty()) first = std::string(key);
-    }
-  } catch (const simdjson::simdjson_error& e) {
-    if (detail::is_truncation(e.error())) throw TraceError(detail::truncation_message(path, buf, e.what(), std::nullopt));
-    throw TraceError(fmt::format("{}: malformed JSON ({})", path, e.what()));
+    first = cur.take_string();
+  } catch (const detail::JsonCut& cut) {
+    throw TraceError(detail::truncation_message(path, cut.end_offset, 0));
   }
   if (!first.empty() && first.front() == '(') return JsonKind::CLUSTER_COMM;
   if (first.rfind("step", 0) == 0) return JsonKind::RANK_COMM;
-  throw TraceError(fmt::format("{}: top-level key '{}': expected \"traceEvents\" (Chrome trace), "
-                               "\"(r0, r1, …)\" (cluster communication.json) or \"stepN\" "
-                               "(communication.json)",
-                               path, first));
+  return JsonKind::CHROME;
 }
 
 bool is_ascend_dir(const fs::path& p) {
@@ -91,9 +85,8 @@ void read_one(const fs::path& p, TraceSet& set) {
 }  // namespace
 
 void read_chrome_trace(const std::string& path, TraceSet& set) {
-  auto buf = detail::load_file(path);
-  switch (sniff_json(path, buf)) {
-    case JsonKind::CHROME: detail::read_chrome_buffer(path, buf, set, {}); break;
+  switch (sniff_json(path)) {
+    case JsonKind::CHROME: detail::read_chrome_file(path, set, {}); break;
     case JsonKind::CLUSTER_COMM:
     case JsonKind::RANK_COMM: read_communication_json(path, set); break;
   }
@@ -102,6 +95,7 @@ void read_chrome_trace(const std::string& path, TraceSet& set) {
 void read_paths(const std::vector<std::string>& paths, TraceSet& set) {
   if (paths.empty()) throw TraceError("analyze: no input path given");
   for (const auto& p : paths) read_one(fs::path(p), set);
+  resolve_comm_links(set);
   if (set.ranks.empty() && set.step_trace.empty() && set.comm_ops.empty()) {
     throw TraceError(fmt::format("{}: no device lanes, step-trace rows or communication ops found",
                                  paths.front()));

@@ -11,6 +11,7 @@ using nlohmann::json;
 namespace {
 
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json opt(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
 
 json rank_json(const RankMetrics& m) {
   json j = {{"rank", m.rank.v},
@@ -115,8 +116,9 @@ std::string AnalysisResult::to_json() const {
   json cl = json::array();
   for (const auto& c : comm_links) {
     cl.push_back({{"source", c.source}, {"rank", c.rank}, {"step", c.step}, {"kind", c.kind}, {"op", c.op},
-                  {"src", c.src}, {"dst", c.dst}, {"transport", c.transport}, {"size_mb", c.size_mb},
-                  {"time_ms", c.time_ms}, {"bandwidth_gbps", c.bandwidth_gbps}});
+                  {"src", c.src}, {"dst", c.dst}, {"src_global", opt(c.src_global)}, {"dst_global", opt(c.dst_global)},
+                  {"ranks", c.src_global ? "global" : "group-local"}, {"transport", c.transport}, {"size_mb", c.size_mb},
+                  {"time_ms", c.time_ms}, {"bandwidth_gbps", c.bandwidth_gbps}, {"lane_ms", opt(c.lane_ms)}});
   }
   j["comm_links"] = cl;
   json sk = json::array();
@@ -266,10 +268,16 @@ std::string AnalysisResult::to_text() const {
   bool peers = false;
   for (const auto& l : comm_links) {
     if (l.kind != "p2p" || l.src == l.dst) continue;
-    if (!peers) out += "P2P peers (communication_matrix.json, ranks local to the op's group):\n";
+    if (!peers) {
+      out += fmt::format("P2P peers (communication_matrix.json; global ranks through the group's rank list, else "
+                         "group-local as written):\n  {:>5} {:<48} {:<24} {:<9} {:>9} {:>9} {:>9}\n",
+                         "rank", "op", "src → dst", "transport", "size_mb", "time_ms", "lane_ms");
+    }
     peers = true;
-    out += fmt::format("  rank {:>5} {:<48} {} → {} {:<6} {:.3f} MB in {:.3f} ms\n", l.rank, l.op, l.src, l.dst,
-                       l.transport, l.size_mb, l.time_ms);
+    const std::string ends = l.src_global ? fmt::format("{} → {} global", *l.src_global, *l.dst_global)
+                                          : fmt::format("{} → {} group-local", l.src, l.dst);
+    out += fmt::format("  {:>5} {:<48} {:<24} {:<9} {:>9.3f} {:>9.3f} {:>9}\n", l.rank, l.op, ends, l.transport,
+                       l.size_mb, l.time_ms, l.lane_ms ? fmt::format("{:.3f}", *l.lane_ms) : std::string("-"));
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // Trace readers, one per format, all mapping into the timeline model (timeline.h).
-// Memory bound: a JSON file is held once in a padded buffer (its size + 64 bytes; a .gz is
-// decompressed into one such buffer) plus the kept device slices; host events are skipped.
+// Memory bound: a Chrome trace is read in 64 KiB chunks (a .gz decompressed on the fly) and
+// parsed one event at a time, so the file is never held whole; what stays is the kept device
+// slices and interned names; host events are skipped (docs/analyze.md "Memory").
 #pragma once
 
 #include <string>
@@ -27,5 +28,11 @@ void read_communication_json(const std::string& path, TraceSet& set);
 // communication_matrix.json (step → p2p|collective → op → "src-dst" → link); `rank` from
 // profiler_info. Links with src ≠ dst of P2P ops name the peers.
 void read_communication_matrix(const std::string& path, std::optional<Rank> rank, TraceSet& set);
+// profiler_metadata.json: its "parallel_group_info" rank lists (other keys are ignored).
+void read_profiler_metadata(const std::string& path, TraceSet& set);
+// After all inputs are read (read_paths calls it): maps every matrix link to global ranks through
+// its group's rank list, and joins P2P links with their HCCL lane op on the rank's timeline,
+// adding the peer to the op when both global ranks are known. Call once per set.
+void resolve_comm_links(TraceSet& set);
 
 }  // namespace ppstream::analyze

@@ -132,15 +132,31 @@ struct CommOpRecord {
   std::optional<double> lane_ms{};
 };
 
-// One link of an op in an Ascend communication_matrix.json: "src-dst" as written (ranks local to
-// the op's group; the file does not give the group's rank list), e.g. hcom_send 0-8 over RDMA.
+// One link of an op in an Ascend communication_matrix.json: "src-dst" as written, ranks local to
+// the op's group (the group is the text after '@' in the op name), e.g. hcom_send 0-8 over RDMA.
 struct CommLinkRecord {
   std::string source;
   std::string rank;    // the rank whose file this is (profiler_info), "" when unknown
   std::string step, kind, op;  // "step2", "p2p" | "collective", "hcom_send__822_0@…"
-  int64_t src = 0, dst = 0;
+  int64_t src = 0, dst = 0;    // group-local ranks as written
   std::string transport;  // "RDMA", "HCCS", "LOCAL", …
   double size_mb = 0, time_ms = 0, bandwidth_gbps = 0;
+  // Global ranks through the group's rank list (profiler_metadata.json parallel_group_info),
+  // absent when no list names the op's group: src/dst then stay group-local (never guessed).
+  std::optional<int64_t> src_global{}, dst_global{};
+  // Joined with the rank's timeline: the duration (ms) of the HCCL lane op of the same name.
+  std::optional<double> lane_ms{};
+};
+
+// A communication group's rank list from profiler_metadata.json "parallel_group_info"
+// (torch_npu and MindSpore): group id (HCCL communicator name) → {group_name, global_ranks}.
+// communication_matrix.json names the group by msprof-analyze's double hash of the id.
+struct ParallelGroup {
+  std::string source;
+  std::string id;                   // the key, e.g. "10.0.0.1%eth0_60000_0_1733…"
+  std::string name;                 // "group_name", e.g. "pp" or "hccl_world_group"
+  std::string hash;                 // double_hash(id) as decimal text (docs/analyze.md)
+  std::vector<int64_t> global_ranks;  // sorted: group-local rank i is global_ranks[i]
 };
 
 // All inputs of one analysis, loaded once.
@@ -150,6 +166,7 @@ struct TraceSet {
   std::vector<StepTraceRow> step_trace;
   std::vector<CommOpRecord> comm_ops;
   std::vector<CommLinkRecord> comm_links;
+  std::vector<ParallelGroup> parallel_groups;
   std::vector<std::string> sources;         // every file read
   std::vector<std::string> producer_metrics;  // raw JSON objects from our traces' metadata
   std::vector<std::string> notes;           // assumptions made while reading, for the report

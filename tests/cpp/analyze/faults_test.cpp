@@ -167,5 +167,43 @@ TEST(AnalyzeFaults, WholeTraceRowDoesNotCallTheSpanAStepTime) {
   EXPECT_NE(r.to_text().find("span_ms 0.190, mean step_time_ms 0.100"), std::string::npos) << r.to_text();
 }
 
+// The reader holds one 64 KiB chunk at a time (json_stream.h): a value straddling chunks, a name
+// longer than a chunk and byte offsets past the first chunk must come out as from a whole file.
+std::string big_trace(size_t kernels, const std::string& long_name) {
+  std::string events;
+  for (size_t i = 0; i < kernels; ++i) {
+    if (i) events += ",\n";
+    events += kernel(i == kernels / 2 ? long_name : "k" + std::to_string(i), static_cast<double>(i) * 10, 5);
+  }
+  return kineto(events);
+}
+
+TEST(AnalyzeFaults, EventsAcrossChunkBoundariesAreReadWhole) {
+  const std::string long_name(700 * 1024, 'x');  // longer than two chunks
+  const std::string doc = big_trace(6000, long_name);  // about 1.3 MiB
+  ASSERT_GT(doc.size(), 4u * 256 * 1024);
+  auto set = load("chunks", doc);
+  ASSERT_EQ(set.ranks.size(), 1u);
+  const auto& slices = set.ranks[0].slices;
+  ASSERT_EQ(slices.size(), 6000u);
+  EXPECT_EQ(set.strings.str(slices[3000].name), long_name);
+  EXPECT_EQ(set.strings.str(slices[5999].name), "k5999");
+  EXPECT_EQ(slices[5999].start_ns, 59990000);
+}
+
+TEST(AnalyzeFaults, ErrorOffsetsPastTheFirstChunkAreExact) {
+  std::string doc = big_trace(4000, "long");
+  const size_t bad = doc.rfind(R"({"ph":"X")");  // the last event: make its ts a word
+  const size_t ts = doc.find(R"("ts":)", bad) + 5;
+  doc.replace(ts, doc.find(',', ts) - ts, R"("soon")");
+  const std::string m = error_of("offsets", doc);
+  EXPECT_NE(m.find("byte " + std::to_string(bad) + ": event #3999"), std::string::npos) << m;
+  EXPECT_NE(m.find("\"ts\" is not a number"), std::string::npos) << m;
+  std::string cut = big_trace(4000, "long");
+  cut.resize(cut.size() - 100);
+  const std::string m2 = error_of("cut", cut);
+  EXPECT_NE(m2.find("byte " + std::to_string(cut.size()) + " (end of file, after event #3998)"), std::string::npos) << m2;
+}
+
 }  // namespace
 }  // namespace ppstream::analyze

@@ -1,0 +1,63 @@
+// Reading a (possibly gzip-compressed) JSON file in bounded chunks: the readers never hold the
+// whole decompressed file, only one chunk and the value being cut out of it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ppstream::analyze::detail {
+
+// Bytes of a file, decompressed on the fly when it is gzip (zlib reads plain files as they are).
+// Throws TraceError naming the file and the decompressed byte of a gzip error.
+class ByteSource {
+ public:
+  explicit ByteSource(const std::string& path);
+  ~ByteSource();
+  ByteSource(const ByteSource&) = delete;
+  ByteSource& operator=(const ByteSource&) = delete;
+  // Up to `n` bytes into `dst`; 0 at the end of the file.
+  size_t read(char* dst, size_t n);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  void* gz_ = nullptr;  // gzFile
+  uint64_t produced_ = 0;
+};
+
+// Thrown by JsonCursor when the file ends inside a value: the caller names what it was reading.
+struct JsonCut {
+  uint64_t end_offset = 0;  // the file's length in (decompressed) bytes
+};
+
+// A forward cursor over JSON text read chunk by chunk (kChunk bytes). It checks only what it
+// needs to find where a value ends (strings, escapes, bracket nesting); values are parsed by
+// simdjson once cut out.
+class JsonCursor {
+ public:
+  static constexpr size_t kChunk = size_t{1} << 16;  // 64 KiB
+  explicit JsonCursor(ByteSource& src);
+  // Next byte without consuming it; -1 at the end of the file.
+  int peek();
+  // Consumes one byte (peek() must not be -1).
+  void advance() { ++pos_; }
+  void skip_ws();
+  // The offset of the next byte in the (decompressed) file.
+  uint64_t offset() const { return base_ + pos_; }
+  // Appends the raw text of the JSON value starting at the next byte to `out` and consumes it.
+  // Throws JsonCut at the end of the file, TraceError (naming the byte) at a mismatched bracket.
+  void take_value(std::string& out);
+  // Consumes a string token and returns its raw text between the quotes (escapes as written).
+  std::string take_string();
+
+ private:
+  bool fill();  // more bytes after pos_; false at the end of the file
+  ByteSource& src_;
+  std::vector<char> buf_;
+  size_t pos_ = 0, end_ = 0;
+  uint64_t base_ = 0;  // file offset of buf_[0]
+};
+
+}  // namespace ppstream::analyze::detail
