@@ -22,6 +22,12 @@ enum class CommTime : uint8_t {
   REAL,   // the real MPI operation only (use with a calibrated `cost:` section)
 };
 
+// What a compute instruction (F, B, OPT_STEP, RESHARD) does (docs/replay.md, "Compute").
+enum class ComputeMode : uint8_t {
+  SLEEP,  // occupy the stream for the cost model's duration, burning no CPU (default)
+  GEMM,   // run round(model / measured GEMM time) real n x n matrix multiplies; time as measured
+};
+
 // Fault injection for the failure tests (never used by a normal run).
 struct Fault {
   enum class Kind : uint8_t { NONE, HANG, DIE } kind = Kind::NONE;
@@ -37,6 +43,8 @@ struct ReplayOptions {
   int64_t max_buffer_bytes = 65536;    // cap on every P2P / collective buffer (scale documented)
   CommTime comm_time = CommTime::MODEL;
   double poll_us = 50;                 // progress thread sleep between MPI_Testsome rounds
+  ComputeMode compute = ComputeMode::SLEEP;
+  int32_t gemm_n = 128;                // GEMM: matrix side (doubles)
   Fault fault;
 };
 
