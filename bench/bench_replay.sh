@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 PP=${PPSTREAM:-ppstream}
 CFG=examples/replay-seed-scaled.yaml
 echo "== measured vs simulated: $CFG"
-"$PP" replay "$CFG" --reduce-grad both --json | python3 bench/replay_table.py
+"$PP" replay "$CFG" --reduce-grad both --steps 5 --json | python3 bench/replay_table.py
 echo "== per-instruction overhead (every cost zero)"
 ZERO=()
 for k in forward_ms_per_layer backward_ms_per_layer moe_dispatch_ms_per_layer moe_combine_ms_per_layer optimizer_ms \

@@ -39,7 +39,7 @@ void register_replay(CLI::App& app, int& exit_code, int argc, char** argv) {
   CLI::App* cmd = app.add_subcommand("replay", "run the verified stream programs over MPI with real concurrency; measured vs simulated");
   args->config.add_to(cmd, false);  // CONFIG or --set keys alone
   cmd->get_option("--reduce-grad")->description("reduction placement: inline | async | both");
-  cmd->add_option("--steps", args->o.steps, "measured steps per policy (metrics: the last)")->check(CLI::Range(1, 1000));
+  cmd->add_option("--steps", args->o.steps, "measured steps per policy (metrics: the median step; every step in the traces)")->check(CLI::Range(1, 1000));
   cmd->add_option("--timeout", args->o.timeout_s, "seconds per policy before a hang is reported (names every unfinished rank)")
       ->check(CLI::Range(1.0, 86400.0));
   cmd->add_option("--trace", args->o.trace_dir, "directory for per-rank traces replay.POLICY.rankN.json")->check(CLI::ExistingDirectory);

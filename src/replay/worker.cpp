@@ -167,9 +167,13 @@ PolicyOutcome run_policy(const PipelineConfig& cfg, const ReplayOptions& opts, R
   MPI_Comm_free(&shard_comm);
   MPI_Comm_free(&repl_comm);
   if (me == 0) {
+    // Metrics from the median step (the lower middle for an even count): a step stalled by
+    // the machine's load, or the first one's warm-up, does not become the reported figures.
     std::vector<double> step_times;
-    for (const StepRecord& st : steps) step_times.push_back(st.step_ms);
-    out.run = measured_policy_run(set, policy, runs.back(), model, step_times);
+    std::vector<size_t> order(steps.size());
+    for (size_t k = 0; k < steps.size(); ++k) step_times.push_back(steps[k].step_ms), order[k] = k;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return step_times[a] < step_times[b]; });
+    out.run = measured_policy_run(set, policy, runs[order[(order.size() - 1) / 2]], model, step_times);
     if (!opts.trace_dir.empty()) write_traces(opts.trace_dir, policy, set, steps, runs);
   }
   return out;

@@ -36,7 +36,7 @@ struct Fault {
 
 struct ReplayOptions {
   std::vector<ReducePolicy> policies;  // empty: the config's reduce_grad
-  int32_t steps = 1;                   // measured steps per policy (metrics: the last one)
+  int32_t steps = 1;                   // measured steps per policy (metrics: the median step)
   double timeout_s = 120;              // per policy run; a hang past it names every unfinished rank
   std::string trace_dir;               // "" = none; else DIR/replay.POLICY.rankN.json
   bool json = false;
