@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PP=${PPSTREAM:-ppstream}
 CFG=examples/replay-seed-scaled.yaml
+echo "== $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) (replay's figures are only as good as the machine is quiet)"
 echo "== measured vs simulated: $CFG"
 "$PP" replay "$CFG" --reduce-grad both --steps 5 --json | python3 bench/replay_table.py
 echo "== per-instruction overhead (every cost zero)"

@@ -36,6 +36,7 @@ def main():
     args = ap.parse_args()
     names = sorted(CONFIGS) if not args.only else args.only
     outside, figures = [], 0
+    print(f"{os.cpu_count()} cores, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"{'config':<28}{'policy':<8}{'figure':<22}{'measured':>10}{'simulated':>11}{'ratio':>8}")
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
