@@ -115,15 +115,51 @@ struct PolicyOutcome {
   std::optional<sim::PolicyRun> run;  // rank 0
 };
 
-// Runs every step of one policy on this rank. Exits the process on a hang (after the report).
+// Runs one step on the device from a common start; exits the process on a hang (after the
+// report). Adds the step's checks to `checks`; rank 0 learns the step time.
+StepRecord run_one_step(Device& device, Progress& progress, const ReplayOptions& opts, ReducePolicy policy, int32_t step,
+                        int me, CheckCounts& checks) {
+  const double t0 = common_start();
+  progress.reset_sequences();
+  StepResult r = device.run_step(step, t0, t0 + opts.timeout_s * 1000);
+  if (!r.completed) {
+    std::cerr << fmt::format("replay: {} step {} timed out after {} s on r{}\n{}", to_string(policy), step,
+                             opts.timeout_s, me, r.hang_report)
+              << std::flush;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // let the other ranks report too
+    std::_Exit(kTimeoutExit);
+  }
+  for (const std::string& e : r.errors) std::cerr << "replay: check failed: " << e << "\n";
+  checks.p2p_receives += r.checks.p2p_receives;
+  checks.reductions += r.checks.reductions;
+  checks.unshards += r.checks.unshards;
+  checks.failed += r.checks.failed;
+  double end = 0, step_ms = 0;
+  for (const InstrTiming& t : r.timing) end = std::max(end, t.end_ms);
+  MPI_Reduce(&end, &step_ms, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  return {t0, step_ms, std::move(r.timing)};
+}
+
+// Rank 0: the measured figures of the median step (the lower middle for an even count), so a
+// step stalled by the machine's load, or the first one's warm-up, is not what is reported;
+// every step's time goes into trials.
+sim::PolicyRun median_step_run(const ProgramSet& set, ReducePolicy policy, const std::vector<StepRecord>& steps,
+                               const std::vector<EngineResult>& runs, const sim::SimCostModel& model) {
+  std::vector<double> step_times;
+  std::vector<size_t> order(steps.size());
+  for (size_t k = 0; k < steps.size(); ++k) step_times.push_back(steps[k].step_ms), order[k] = k;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return step_times[a] < step_times[b]; });
+  return measured_policy_run(set, policy, runs[order[(order.size() - 1) / 2]], model, step_times);
+}
+
+// Runs every step of one policy on this rank, then gathers the timings on rank 0.
 PolicyOutcome run_policy(const PipelineConfig& cfg, const ReplayOptions& opts, ReducePolicy policy, int me) {
   const ProgramSet set = verified_world(cfg, policy);
-  const size_t prog = static_cast<size_t>(me);
   const sim::CostSpec cost = cost_of(cfg);
   PipelineConfig c = cfg;
   if (policy != ReducePolicy::NONE) c.reduce_grad = policy;
   const sim::SimCostModel model(set, c, cost, sim::StragglerModel(straggler_of(cfg, set.world), set.world, 0));
-  const RankPlan plan = make_plan(set, prog, c, cost, opts.max_buffer_bytes);
+  const RankPlan plan = make_plan(set, static_cast<size_t>(me), c, cost, opts.max_buffer_bytes);
   std::array<MPI_Comm, 3> p2p_comm;
   MPI_Comm shard_comm, repl_comm;
   for (MPI_Comm& comm : p2p_comm) MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -135,27 +171,8 @@ PolicyOutcome run_policy(const PipelineConfig& cfg, const ReplayOptions& opts, R
   out.gemm_ms = device.gemm_ms();
   CheckCounts mine;
   std::vector<StepRecord> steps;
-  for (int32_t step = 0; step < opts.steps; ++step) {
-    const double t0 = common_start();
-    progress.reset_sequences();
-    StepResult last = device.run_step(step, t0, t0 + opts.timeout_s * 1000);
-    if (!last.completed) {
-      std::cerr << fmt::format("replay: {} step {} timed out after {} s on r{}\n{}", to_string(policy), step,
-                               opts.timeout_s, me, last.hang_report)
-                << std::flush;
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // let the other ranks report too
-      std::_Exit(kTimeoutExit);
-    }
-    for (const std::string& e : last.errors) std::cerr << "replay: check failed: " << e << "\n";
-    mine.p2p_receives += last.checks.p2p_receives;
-    mine.reductions += last.checks.reductions;
-    mine.unshards += last.checks.unshards;
-    mine.failed += last.checks.failed;
-    double end = 0, step_ms = 0;
-    for (const InstrTiming& t : last.timing) end = std::max(end, t.end_ms);
-    MPI_Reduce(&end, &step_ms, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    steps.push_back({t0, step_ms, std::move(last.timing)});
-  }
+  for (int32_t step = 0; step < opts.steps; ++step)
+    steps.push_back(run_one_step(device, progress, opts, policy, step, me, mine));
   out.checks = total_checks(mine);
   out.ok = me != 0 || out.checks.failed == 0;
   std::vector<EngineResult> runs;  // rank 0: every step, every rank
@@ -167,13 +184,7 @@ PolicyOutcome run_policy(const PipelineConfig& cfg, const ReplayOptions& opts, R
   MPI_Comm_free(&shard_comm);
   MPI_Comm_free(&repl_comm);
   if (me == 0) {
-    // Metrics from the median step (the lower middle for an even count): a step stalled by
-    // the machine's load, or the first one's warm-up, does not become the reported figures.
-    std::vector<double> step_times;
-    std::vector<size_t> order(steps.size());
-    for (size_t k = 0; k < steps.size(); ++k) step_times.push_back(steps[k].step_ms), order[k] = k;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return step_times[a] < step_times[b]; });
-    out.run = measured_policy_run(set, policy, runs[order[(order.size() - 1) / 2]], model, step_times);
+    out.run = median_step_run(set, policy, steps, runs, model);
     if (!opts.trace_dir.empty()) write_traces(opts.trace_dir, policy, set, steps, runs);
   }
   return out;
