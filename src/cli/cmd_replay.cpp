@@ -30,7 +30,7 @@ void register_replay(CLI::App& app, int& exit_code, int argc, char** argv) {
   struct Args {
     ConfigArgs config;
     replay::ReplayOptions o;
-    std::string comm_time = "model", fault, hostfile;
+    std::string comm_time = "model", compute = "sleep", fault, hostfile;
     int32_t np = 0;
     bool calibrate = false;
   };
@@ -39,7 +39,7 @@ void register_replay(CLI::App& app, int& exit_code, int argc, char** argv) {
   CLI::App* cmd = app.add_subcommand("replay", "run the verified stream programs over MPI with real concurrency; measured vs simulated");
   args->config.add_to(cmd, false);  // CONFIG or --set keys alone
   cmd->get_option("--reduce-grad")->description("reduction placement: inline | async | both");
-  cmd->add_option("--steps", args->o.steps, "measured steps per policy (metrics: the last)")->check(CLI::Range(1, 1000));
+  cmd->add_option("--steps", args->o.steps, "measured steps per policy (metrics: the median step; every step in the traces)")->check(CLI::Range(1, 1000));
   cmd->add_option("--timeout", args->o.timeout_s, "seconds per policy before a hang is reported (names every unfinished rank)")
       ->check(CLI::Range(1.0, 86400.0));
   cmd->add_option("--trace", args->o.trace_dir, "directory for per-rank traces replay.POLICY.rankN.json")->check(CLI::ExistingDirectory);
@@ -49,6 +49,9 @@ void register_replay(CLI::App& app, int& exit_code, int argc, char** argv) {
   cmd->add_option("--max-buffer-bytes", args->o.max_buffer_bytes, "cap on each P2P / collective buffer")->check(CLI::Range(int64_t{8}, int64_t{1} << 30));
   cmd->add_option("--comm-time", args->comm_time, "model: MPI op + the cost model's transfer time; real: MPI op only")
       ->check(CLI::IsMember({"model", "real"}));
+  cmd->add_option("--compute", args->compute, "sleep: compute occupies its stream for the cost model's time; gemm: real matrix multiplies sized to it")
+      ->check(CLI::IsMember({"sleep", "gemm"}));
+  cmd->add_option("--gemm-n", args->o.gemm_n, "gemm: matrix side (n x n doubles)")->check(CLI::Range(8, 4096));
   cmd->add_option("--poll-us", args->o.poll_us, "progress thread sleep between MPI_Testsome rounds (µs)")->check(CLI::Range(1.0, 100000.0));
   cmd->add_flag("--calibrate", args->calibrate, "measure P2P and collective costs here; print a cost: section");
   cmd->add_option("--fault", args->fault, "testing: hang:rN (rank N stops issuing) or die:rN (rank N is killed)");
@@ -58,6 +61,7 @@ void register_replay(CLI::App& app, int& exit_code, int argc, char** argv) {
     if (policy == "both") ca.reduce_grad.clear();
     args->o.policies = sim::parse_policies(policy);
     args->o.comm_time = args->comm_time == "real" ? replay::CommTime::REAL : replay::CommTime::MODEL;
+    args->o.compute = args->compute == "gemm" ? replay::ComputeMode::GEMM : replay::ComputeMode::SLEEP;
     args->o.fault = parse_fault(args->fault);
     const PipelineConfig cfg = ca.load();
     if (replay::under_launcher()) {

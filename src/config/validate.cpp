@@ -120,9 +120,14 @@ void check_data_parallel(const PipelineConfig& cfg, const Locator& loc) {
   } else {
     if (cfg.shard_size < 1)
       fail(where("data_parallel.shard_size"), shard + " must be at least 1 for " + mode);
-    if (cfg.replicate_size < 2)
+    // replicate_size 1 is one shard group: accepted and run exactly as fsdp (the World, and so
+    // every program, depends only on the two sizes), as torchtitan and FSDP's HYBRID_SHARD do.
+    if (cfg.replicate_size < 1)
+      fail(where("data_parallel.replicate_size"), repl + " must be at least 1 for " + mode);
+    if (cfg.shard_size == 1 && cfg.replicate_size == 1)
       fail(where("data_parallel.replicate_size"),
-           repl + " must be at least 2 for " + mode + "; use mode fsdp for a single shard group");
+           shard + " and " + repl + " leave " + mode + " without data parallelism; use mode none, or a "
+                                                      "size of at least 2");
   }
   if (cfg.reduce_grad == ReducePolicy::NONE)
     fail(where("data_parallel.reduce_grad"),

@@ -13,7 +13,11 @@ namespace ppstream::replay {
 
 Device::Device(const ProgramSet& set, const RankPlan& plan, const sim::SimCostModel& cost, Progress& progress,
                const ReplayOptions& opts)
-    : set_(set), prog_(set.programs[plan.prog]), plan_(plan), cost_(cost), progress_(progress), opts_(opts) {}
+    : set_(set), prog_(set.programs[plan.prog]), plan_(plan), cost_(cost), progress_(progress), opts_(opts) {
+  if (opts.compute != ComputeMode::GEMM) return;
+  for (size_t s = 0; s < plan.streams.size(); ++s) gemm_.push_back(std::make_unique<Gemm>(opts.gemm_n));
+  if (!gemm_.empty()) gemm_ms_ = gemm_.front()->measure_ms(5);
+}
 
 double Device::now() const { return now_ms() - t0_; }
 
@@ -25,6 +29,7 @@ StepResult Device::run_step(int32_t step, double t0_ms, double deadline_ms) {
   timing_.assign(prog_.instrs.size(), InstrTiming{});
   fired_.assign(static_cast<size_t>(plan_.events), -1.0);
   errors_.clear();
+  checks_ = {};
   sleep_until_ms(t0_ms);
   std::vector<std::thread> threads;
   for (size_t s = 0; s < streams_.size(); ++s) threads.emplace_back([this, s] { run_stream(s); });
@@ -41,6 +46,7 @@ StepResult Device::run_step(int32_t step, double t0_ms, double deadline_ms) {
   for (auto& t : threads) t.join();
   r.timing = timing_;
   r.errors = errors_;
+  r.checks = checks_;
   return r;
 }
 
@@ -88,6 +94,8 @@ void Device::execute(int32_t k) {
   switch (in.op) {
     case OpKind::F:
     case OpKind::B:
+    case OpKind::I:
+    case OpKind::W:
     case OpKind::RESHARD:
     case OpKind::OPT_STEP: compute(k); return;
     case OpKind::RECORD:
@@ -106,10 +114,25 @@ void Device::execute(int32_t k) {
 // Compute starts when the stream is ready in device time (the previous instruction's end, or
 // its issue) and ends its duration later; the thread sleeps to that end, so a thread woken
 // late catches up instead of stretching the device timeline (docs/replay.md, "Device time").
+// GEMM mode instead runs real multiplies from when the thread gets there (never before the
+// stream is ready) and takes their measured end.
 void Device::compute(int32_t k) {
   InstrTiming& t = timing_[static_cast<size_t>(k)];
+  const double model_ms = cost_.compute_ms(prog_, prog_.instrs[static_cast<size_t>(k)]);
+  if (opts_.compute == ComputeMode::GEMM) {
+    sleep_until_ms(t0_ + t.ready_ms);
+    t.start_ms = std::max(t.ready_ms, now());
+    Gemm& g = *gemm_[static_cast<size_t>(plan_.instrs[static_cast<size_t>(k)].stream)];
+    for (int64_t r = 0, n = g.reps_for(model_ms, gemm_ms_); r < n; ++r)
+      if (auto bad = g.multiply()) {
+        error(k, *bad);
+        break;
+      }
+    t.end_ms = now();
+    return;
+  }
   t.start_ms = t.ready_ms;
-  t.end_ms = t.start_ms + cost_.compute_ms(prog_, prog_.instrs[static_cast<size_t>(k)]);
+  t.end_ms = t.start_ms + model_ms;
   if (t.end_ms > t.start_ms) sleep_until_ms(t0_ + t.end_ms);
 }
 
@@ -136,8 +159,10 @@ void Device::batch(int32_t k) {
   for (const P2PRequest& r : job.p2p) matched = std::max(matched, r.peer_post_ms);
   finish_comm(t, matched + cost_.base_batch_ms(in));
   for (size_t j = 0; j < in.p2p.size(); ++j)
-    if (!is_send(in.p2p[j].kind))
-      if (auto bad = check_p2p(bufs[j], prog_.rank, in.p2p[j], step_)) fail(k, to_text(in.p2p[j]) + ": " + *bad);
+    if (!is_send(in.p2p[j].kind)) {
+      const auto bad = check_p2p(bufs[j], prog_.rank, in.p2p[j], step_);
+      checked(k, &CheckCounts::p2p_receives, bad ? std::optional(to_text(in.p2p[j]) + ": " + *bad) : std::nullopt);
+    }
 }
 
 void Device::finish_comm(InstrTiming& t, double model_end_ms) {
@@ -180,15 +205,14 @@ void Device::collective(int32_t k) {
     arrival = job.coll->last_arrival_ms;  // the next phase starts when this one's last member arrived
   }
   finish_comm(t, arrival + cost_.base_collective_ms(in));
-  std::optional<std::string> bad;
   if (gather) {
-    bad = check_gathered(data, plan_.shard_members, in.stage, step_);
+    checked(k, &CheckCounts::unshards, check_gathered(data, plan_.shard_members, in.stage, step_));
   } else {
     const bool scattered = std::any_of(ip.phases.begin(), ip.phases.end(),
                                        [](const CollPhase& p) { return p.op == CollOp::REDUCE_SCATTER; });
-    bad = check_reduced(data, scattered ? plan_.shard_index : 0, plan_.dp_members, in.stage, step_);
+    checked(k, &CheckCounts::reductions,
+            check_reduced(data, scattered ? plan_.shard_index : 0, plan_.dp_members, in.stage, step_));
   }
-  if (bad) fail(k, *bad);
 }
 
 void Device::fire(int32_t event, double at_ms) {
@@ -203,8 +227,17 @@ double Device::wait_event(int32_t event) {
   return fired_[static_cast<size_t>(event)];
 }
 
-void Device::fail(int32_t k, const std::string& what) {
+void Device::checked(int32_t k, int64_t CheckCounts::*kind, const std::optional<std::string>& bad) {
+  {
+    std::lock_guard lock(err_mu_);
+    ++(checks_.*kind);
+  }
+  if (bad) error(k, *bad);
+}
+
+void Device::error(int32_t k, const std::string& what) {
   std::lock_guard lock(err_mu_);
+  ++checks_.failed;
   errors_.push_back(fmt::format("{} #{}: {}", to_text(prog_.rank, prog_.instrs[static_cast<size_t>(k)]), k, what));
 }
 

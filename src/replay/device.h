@@ -10,19 +10,32 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ppstream/engine/engine.h"
 #include "ppstream/replay/replay.h"
 #include "ppstream/sim/cost_model.h"
+#include "replay/gemm.h"
 #include "replay/plan.h"
 #include "replay/progress.h"
 
 namespace ppstream::replay {
 
+// How many received buffers this rank compared exactly with what they must hold, per kind
+// (every P2P receive, every REDUCE_GRAD result, every UNSHARD result), so a run can prove it
+// checked each one (docs/replay.md, "Buffers and checks").
+struct CheckCounts {
+  int64_t p2p_receives = 0;
+  int64_t reductions = 0;
+  int64_t unshards = 0;
+  int64_t failed = 0;
+};
+
 struct StepResult {
   bool completed = false;
+  CheckCounts checks;
   std::vector<InstrTiming> timing;  // ms from the step start
   std::vector<std::string> errors;  // failed checks: "r3 #45 reduce REDUCE_GRAD s7: element 2 is 40, expected 41"
   std::string hang_report;          // when !completed: every unfinished stream of this rank
@@ -34,6 +47,8 @@ class Device {
          const ReplayOptions& opts);
   // Runs step `step` starting at absolute time t0_ms; gives up at deadline_ms.
   StepResult run_step(int32_t step, double t0_ms, double deadline_ms);
+  // GEMM mode: the measured time of one multiply (ms, median of 5 at construction); else 0.
+  double gemm_ms() const { return gemm_ms_; }
 
  private:
   struct Stream {
@@ -55,7 +70,9 @@ class Device {
   void finish_comm(InstrTiming& t, double model_end_ms);
   void fire(int32_t event, double at_ms);
   double wait_event(int32_t event);  // the event's device time, once it has fired
-  void fail(int32_t k, const std::string& what);
+  // Counts one exact check of `kind` and records `bad` (if any) as a failure of instruction k.
+  void checked(int32_t k, int64_t CheckCounts::*kind, const std::optional<std::string>& bad);
+  void error(int32_t k, const std::string& what);  // records a failed check of instruction k
   double now() const;
   bool all_done() const;
   std::string report() const;
@@ -75,6 +92,9 @@ class Device {
   std::vector<double> fired_;  // per event: device time it fired, -1 not yet
   std::mutex err_mu_;
   std::vector<std::string> errors_;
+  CheckCounts checks_;  // guarded by err_mu_
+  std::vector<std::unique_ptr<Gemm>> gemm_;  // GEMM mode: one per stream (its own buffers)
+  double gemm_ms_ = 0;
 };
 
 }  // namespace ppstream::replay

@@ -26,14 +26,16 @@ std::atomic<int> g_signal{0};
 void on_signal(int sig) { g_signal = sig; }
 
 std::vector<std::string> mpirun_argv(const std::vector<std::string>& argv, int32_t np, const std::string& hostfile) {
-  std::vector<std::string> a = {"mpirun", "-np", std::to_string(np), "--oversubscribe", "--bind-to", "none",
+  std::vector<std::string> a = {"mpirun", "-np", std::to_string(np), "--bind-to", "none",
                                 // Progress: sleep-based polling in our thread; yield when idle.
                                 "--mca", "mpi_yield_when_idle", "1",
                                 // Shared memory without single-copy (CMA needs ptrace rights containers lack).
                                 "--mca", "btl_vader_single_copy_mechanism", "none"};
   if (geteuid() == 0) a.emplace_back("--allow-run-as-root");
-  // One host: shared memory only (no TCP setup); a hostfile needs TCP between hosts.
-  if (hostfile.empty()) a.insert(a.end(), {"--mca", "btl", "self,vader"});
+  // One host: shared memory only (no TCP setup), more ranks than cores allowed (replay's
+  // streams sleep). A hostfile needs TCP between hosts, and its slots are the user's word on
+  // how many ranks each host takes: no --oversubscribe (docs/replay.md, "Across machines").
+  if (hostfile.empty()) a.insert(a.end(), {"--oversubscribe", "--mca", "btl", "self,vader"});
   else a.insert(a.end(), {"--hostfile", hostfile});
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);

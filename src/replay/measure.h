@@ -31,7 +31,7 @@ class MeasuredCost : public CostModel {
 // The measured step as an EngineResult (makespan = last end).
 EngineResult measured_run(const ProgramSet& set, std::vector<std::vector<InstrTiming>> timing);
 
-// The measured run of one policy in simulate's PolicyRun shape (metrics of the last step,
+// The measured run of one policy in simulate's PolicyRun shape (metrics of the step `run`,
 // trials = every measured step's time).
 sim::PolicyRun measured_policy_run(const ProgramSet& set, ReducePolicy policy, const EngineResult& run,
                                    const sim::SimCostModel& model, const std::vector<double>& step_times_ms);

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <numeric>
 
+#include "ppstream/analyze/trace_writer.h"
 #include "ppstream/lower/lower.h"
 #include "ppstream/replay/replay.h"
 #include "ppstream/sim/trace.h"
@@ -72,31 +73,93 @@ std::vector<std::vector<InstrTiming>> gather_timings(const ProgramSet& set, int 
   return out;
 }
 
-void write_traces(const std::string& dir, ReducePolicy policy, const ProgramSet& set, const EngineResult& run,
-                  const CostModel& cost) {
+// One measured step of this rank: its common start, its length (the slowest rank's last end;
+// rank 0 only) and this rank's timings from that start.
+struct StepRecord {
+  double t0_ms = 0;
+  double step_ms = 0;
+  std::vector<InstrTiming> timing;
+};
+
+// One trace file per rank: every step's slices at the step's offset from the first start, with
+// a step marker (trace_format.h: args.kind "step") spanning the step's length, so `ppstream
+// analyze` reports per-step figures.
+void write_traces(const std::string& dir, ReducePolicy policy, const ProgramSet& set,
+                  const std::vector<StepRecord>& steps, const std::vector<EngineResult>& runs) {
   for (const Program& p : set.programs) {
     const std::string path = fmt::format("{}/replay.{}.rank{}.json", dir, to_string(policy), p.rank.v);
     std::ofstream f(path);
     if (!f) throw std::invalid_argument("replay: cannot write " + path);
     const Rank r = p.rank;
-    sim::write_chrome_trace(f, set, run, cost, [r](const Program& q) { return q.rank == r; }, "", "replay");
+    analyze::TraceWriter w("replay", true);
+    for (size_t k = 0; k < steps.size(); ++k) {
+      const double offset = steps[k].t0_ms - steps.front().t0_ms;
+      w.step(r, static_cast<int64_t>(k), offset * 1000, steps[k].step_ms * 1000);
+      sim::add_trace_slices(w, set, runs[k], [r](const Program& q) { return q.rank == r; }, offset);
+    }
+    w.write(f);
   }
+}
+
+// Sums every rank's check counts on rank 0.
+CheckCounts total_checks(const CheckCounts& mine) {
+  int64_t in[4] = {mine.p2p_receives, mine.reductions, mine.unshards, mine.failed}, out[4] = {0, 0, 0, 0};
+  MPI_Reduce(in, out, 4, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  return {out[0], out[1], out[2], out[3]};
 }
 
 struct PolicyOutcome {
   bool ok = true;
+  double gemm_ms = 0;                 // GEMM mode: one multiply on rank 0
+  CheckCounts checks;                 // rank 0: summed over ranks and steps
   std::optional<sim::PolicyRun> run;  // rank 0
 };
 
-// Runs every step of one policy on this rank. Exits the process on a hang (after the report).
+// Runs one step on the device from a common start; exits the process on a hang (after the
+// report). Adds the step's checks to `checks`; rank 0 learns the step time.
+StepRecord run_one_step(Device& device, Progress& progress, const ReplayOptions& opts, ReducePolicy policy, int32_t step,
+                        int me, CheckCounts& checks) {
+  const double t0 = common_start();
+  progress.reset_sequences();
+  StepResult r = device.run_step(step, t0, t0 + opts.timeout_s * 1000);
+  if (!r.completed) {
+    std::cerr << fmt::format("replay: {} step {} timed out after {} s on r{}\n{}", to_string(policy), step,
+                             opts.timeout_s, me, r.hang_report)
+              << std::flush;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // let the other ranks report too
+    std::_Exit(kTimeoutExit);
+  }
+  for (const std::string& e : r.errors) std::cerr << "replay: check failed: " << e << "\n";
+  checks.p2p_receives += r.checks.p2p_receives;
+  checks.reductions += r.checks.reductions;
+  checks.unshards += r.checks.unshards;
+  checks.failed += r.checks.failed;
+  double end = 0, step_ms = 0;
+  for (const InstrTiming& t : r.timing) end = std::max(end, t.end_ms);
+  MPI_Reduce(&end, &step_ms, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  return {t0, step_ms, std::move(r.timing)};
+}
+
+// Rank 0: the measured figures of the median step (the lower middle for an even count), so a
+// step stalled by the machine's load, or the first one's warm-up, is not what is reported;
+// every step's time goes into trials.
+sim::PolicyRun median_step_run(const ProgramSet& set, ReducePolicy policy, const std::vector<StepRecord>& steps,
+                               const std::vector<EngineResult>& runs, const sim::SimCostModel& model) {
+  std::vector<double> step_times;
+  std::vector<size_t> order(steps.size());
+  for (size_t k = 0; k < steps.size(); ++k) step_times.push_back(steps[k].step_ms), order[k] = k;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return step_times[a] < step_times[b]; });
+  return measured_policy_run(set, policy, runs[order[(order.size() - 1) / 2]], model, step_times);
+}
+
+// Runs every step of one policy on this rank, then gathers the timings on rank 0.
 PolicyOutcome run_policy(const PipelineConfig& cfg, const ReplayOptions& opts, ReducePolicy policy, int me) {
   const ProgramSet set = verified_world(cfg, policy);
-  const size_t prog = static_cast<size_t>(me);
   const sim::CostSpec cost = cost_of(cfg);
   PipelineConfig c = cfg;
   if (policy != ReducePolicy::NONE) c.reduce_grad = policy;
   const sim::SimCostModel model(set, c, cost, sim::StragglerModel(straggler_of(cfg, set.world), set.world, 0));
-  const RankPlan plan = make_plan(set, prog, c, cost, opts.max_buffer_bytes);
+  const RankPlan plan = make_plan(set, static_cast<size_t>(me), c, cost, opts.max_buffer_bytes);
   std::array<MPI_Comm, 3> p2p_comm;
   MPI_Comm shard_comm, repl_comm;
   for (MPI_Comm& comm : p2p_comm) MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -105,43 +168,41 @@ PolicyOutcome run_policy(const PipelineConfig& cfg, const ReplayOptions& opts, R
   Progress progress(p2p_comm, {shard_comm, repl_comm}, opts.poll_us);
   Device device(set, plan, model, progress, opts);
   PolicyOutcome out;
-  std::vector<double> step_times;
-  StepResult last;
-  for (int32_t step = 0; step < opts.steps; ++step) {
-    const double t0 = common_start();
-    progress.reset_sequences();
-    last = device.run_step(step, t0, t0 + opts.timeout_s * 1000);
-    if (!last.completed) {
-      std::cerr << fmt::format("replay: {} step {} timed out after {} s on r{}\n{}", to_string(policy), step,
-                               opts.timeout_s, me, last.hang_report)
-                << std::flush;
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // let the other ranks report too
-      std::_Exit(kTimeoutExit);
-    }
-    for (const std::string& e : last.errors) std::cerr << "replay: check failed: " << e << "\n";
-    int bad = last.errors.empty() ? 0 : 1, any = 0;
-    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (any) out.ok = false;
-    double end = 0, step_ms = 0;
-    for (const InstrTiming& t : last.timing) end = std::max(end, t.end_ms);
-    MPI_Reduce(&end, &step_ms, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    step_times.push_back(step_ms);
+  out.gemm_ms = device.gemm_ms();
+  CheckCounts mine;
+  std::vector<StepRecord> steps;
+  for (int32_t step = 0; step < opts.steps; ++step)
+    steps.push_back(run_one_step(device, progress, opts, policy, step, me, mine));
+  out.checks = total_checks(mine);
+  out.ok = me != 0 || out.checks.failed == 0;
+  std::vector<EngineResult> runs;  // rank 0: every step, every rank
+  for (const StepRecord& st : steps) {
+    auto timings = gather_timings(set, me, st.timing);
+    if (me == 0) runs.push_back(measured_run(set, std::move(timings)));
   }
-  auto timings = gather_timings(set, me, last.timing);
   for (MPI_Comm& comm : p2p_comm) MPI_Comm_free(&comm);
   MPI_Comm_free(&shard_comm);
   MPI_Comm_free(&repl_comm);
   if (me == 0) {
-    const EngineResult run = measured_run(set, std::move(timings));
-    out.run = measured_policy_run(set, policy, run, model, step_times);
-    if (!opts.trace_dir.empty()) write_traces(opts.trace_dir, policy, set, run, MeasuredCost(set, run, model));
+    out.run = median_step_run(set, policy, steps, runs, model);
+    if (!opts.trace_dir.empty()) write_traces(opts.trace_dir, policy, set, steps, runs);
   }
   return out;
 }
 
-std::string settings_json(const ReplayOptions& o, int np) {
-  return fmt::format(R"({{"processes":{},"steps":{},"max_buffer_bytes":{},"comm_time":"{}","poll_us":{},"mpi_thread":"funneled","clock":"CLOCK_REALTIME"}})",
-                     np, o.steps, o.max_buffer_bytes, o.comm_time == CommTime::MODEL ? "model" : "real", o.poll_us);
+// Settings, and per policy the exact checks made (summed over ranks and steps).
+std::string settings_json(const ReplayOptions& o, int np, const std::vector<ReducePolicy>& policies,
+                          const std::vector<CheckCounts>& checks, double gemm_ms) {
+  std::string per;
+  for (size_t n = 0; n < policies.size() && n < checks.size(); ++n)
+    per += fmt::format(R"({}"{}":{{"p2p_receives":{},"reductions":{},"unshards":{},"failed":{}}})", n ? "," : "",
+                       to_string(policies[n]), checks[n].p2p_receives, checks[n].reductions, checks[n].unshards,
+                       checks[n].failed);
+  const std::string compute = o.compute == ComputeMode::GEMM
+                                  ? fmt::format(R"({{"mode":"gemm","gemm_n":{},"gemm_ms":{}}})", o.gemm_n, gemm_ms)
+                                  : std::string(R"({"mode":"sleep"})");
+  return fmt::format(R"({{"processes":{},"steps":{},"max_buffer_bytes":{},"comm_time":"{}","poll_us":{},"mpi_thread":"funneled","clock":"CLOCK_REALTIME","compute":{},"checks":{{{}}}}})",
+                     np, o.steps, o.max_buffer_bytes, o.comm_time == CommTime::MODEL ? "model" : "real", o.poll_us, compute, per);
 }
 
 }  // namespace
@@ -189,9 +250,13 @@ int run_worker(const PipelineConfig& cfg, const ReplayOptions& opts) {
   }
   bool ok = true;
   std::vector<sim::PolicyRun> runs;
+  std::vector<CheckCounts> checks;
+  double gemm_ms = 0;
   for (ReducePolicy policy : policies) {
     PolicyOutcome o = run_policy(cfg, opts, policy, me);
     ok = ok && o.ok;
+    gemm_ms = o.gemm_ms;
+    checks.push_back(o.checks);
     if (o.run) runs.push_back(std::move(*o.run));
   }
   if (me == 0) {
@@ -201,9 +266,14 @@ int run_worker(const PipelineConfig& cfg, const ReplayOptions& opts) {
     const sim::SimReport simulated = sim::simulate(cfg, so);
     sim::SimReport measured = simulated;
     measured.runs = std::move(runs);
-    std::cout << (opts.json ? replay_json(measured, simulated, settings_json(opts, np)) + "\n"
-                            : replay_table(measured, simulated))
-              << std::flush;
+    std::string text = opts.json ? replay_json(measured, simulated, settings_json(opts, np, policies, checks, gemm_ms)) + "\n"
+                                 : replay_table(measured, simulated);
+    if (!opts.json)
+      for (size_t n = 0; n < policies.size(); ++n)
+        text += fmt::format("{}: checked exactly over {} step(s): {} P2P receives, {} reductions, {} unshards; {} failed\n",
+                            to_string(policies[n]), opts.steps, checks[n].p2p_receives, checks[n].reductions,
+                            checks[n].unshards, checks[n].failed);
+    std::cout << text << std::flush;
     if (!ok) std::cerr << "replay: FAILED: a transfer or reduction did not hold the expected values (see above)\n";
   }
   MPI_Finalize();

@@ -12,9 +12,15 @@ constexpr double kUsPerMs = 1000.0;
 
 void write_chrome_trace(std::ostream& out, const ProgramSet& set, const EngineResult& run, const CostModel& /*cost*/,
                         const ProgramFilter& filter, const std::string& metrics_json, const std::string& producer) {
-  using analyze::SliceKind;
   analyze::TraceWriter w(producer, true);
   if (!metrics_json.empty()) w.set_producer_metrics(metrics_json);
+  add_trace_slices(w, set, run, filter, 0);
+  w.write(out);
+}
+
+void add_trace_slices(analyze::TraceWriter& w, const ProgramSet& set, const EngineResult& run,
+                      const ProgramFilter& filter, double offset_ms) {
+  using analyze::SliceKind;
   for (size_t p = 0; p < set.programs.size(); ++p) {
     const Program& prog = set.programs[p];
     if (filter && !filter(prog)) continue;
@@ -24,7 +30,7 @@ void write_chrome_trace(std::ostream& out, const ProgramSet& set, const EngineRe
     for (size_t k = 0; k < prog.instrs.size(); ++k) {
       const Instr& i = prog.instrs[k];
       const InstrTiming& t = run.timing[p][k];
-      const double s_us = t.start_ms * kUsPerMs, d_us = (t.end_ms - t.start_ms) * kUsPerMs;
+      const double s_us = (t.start_ms + offset_ms) * kUsPerMs, d_us = (t.end_ms - t.start_ms) * kUsPerMs;
       switch (i.op) {
         case OpKind::F:
         case OpKind::B:
@@ -49,14 +55,14 @@ void write_chrome_trace(std::ostream& out, const ProgramSet& set, const EngineRe
         }
         case OpKind::WAIT:
           if (t.start_ms > t.ready_ms)
-            w.wait(r, i.stream, i.event, to_text(r, i), t.ready_ms * kUsPerMs, (t.start_ms - t.ready_ms) * kUsPerMs);
+            w.wait(r, i.stream, i.event, to_text(r, i), (t.ready_ms + offset_ms) * kUsPerMs,
+                   (t.start_ms - t.ready_ms) * kUsPerMs);
           break;
         case OpKind::RECORD:
           break;
       }
     }
   }
-  w.write(out);
 }
 
 }  // namespace ppstream::sim

@@ -22,6 +22,12 @@ enum class CommTime : uint8_t {
   REAL,   // the real MPI operation only (use with a calibrated `cost:` section)
 };
 
+// What a compute instruction (F, B, OPT_STEP, RESHARD) does (docs/replay.md, "Compute").
+enum class ComputeMode : uint8_t {
+  SLEEP,  // occupy the stream for the cost model's duration, burning no CPU (default)
+  GEMM,   // run round(model / measured GEMM time) real n x n matrix multiplies; time as measured
+};
+
 // Fault injection for the failure tests (never used by a normal run).
 struct Fault {
   enum class Kind : uint8_t { NONE, HANG, DIE } kind = Kind::NONE;
@@ -30,13 +36,15 @@ struct Fault {
 
 struct ReplayOptions {
   std::vector<ReducePolicy> policies;  // empty: the config's reduce_grad
-  int32_t steps = 1;                   // measured steps per policy (metrics: the last one)
+  int32_t steps = 1;                   // measured steps per policy (metrics: the median step)
   double timeout_s = 120;              // per policy run; a hang past it names every unfinished rank
   std::string trace_dir;               // "" = none; else DIR/replay.POLICY.rankN.json
   bool json = false;
   int64_t max_buffer_bytes = 65536;    // cap on every P2P / collective buffer (scale documented)
   CommTime comm_time = CommTime::MODEL;
   double poll_us = 50;                 // progress thread sleep between MPI_Testsome rounds
+  ComputeMode compute = ComputeMode::SLEEP;
+  int32_t gemm_n = 128;                // GEMM: matrix side (doubles)
   Fault fault;
 };
 

@@ -12,6 +12,10 @@
 #include "ppstream/engine/engine.h"
 #include "ppstream/program/ir.h"
 
+namespace ppstream::analyze {
+class TraceWriter;
+}  // namespace ppstream::analyze
+
 namespace ppstream::sim {
 
 // Which programs to draw (cluster mode draws one pipeline replica by default).
@@ -27,6 +31,12 @@ using ProgramFilter = std::function<bool(const Program&)>;
 void write_chrome_trace(std::ostream& out, const ProgramSet& set, const EngineResult& run, const CostModel& cost,
                         const ProgramFilter& filter = {}, const std::string& metrics_json = "",
                         const std::string& producer = "simulator");
+
+// The slices of one run added to `w` (what write_chrome_trace writes), every time shifted by
+// `offset_ms`: a multi-step trace adds each step at its own offset beside its step marker
+// (replay --steps N).
+void add_trace_slices(analyze::TraceWriter& w, const ProgramSet& set, const EngineResult& run,
+                      const ProgramFilter& filter = {}, double offset_ms = 0);
 
 // One panel of the SVG: a title and a run.
 struct SvgPanel {

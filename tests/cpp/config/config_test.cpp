@@ -123,6 +123,15 @@ TEST(ConfigDefaults, DataParallelReduceInlineByDefault) {
   EXPECT_TRUE(c.reshard_after_backward);
 }
 
+// HSDP with one replica is FSDP (torchtitan's dp_replicate=1, FSDP's HYBRID_SHARD on one node):
+// accepted, and the world — which is all lowering, engine and replay read — equals fsdp's.
+TEST(ConfigDefaults, HsdpWithReplicateOneIsFsdp) {
+  const PipelineConfig h = load_config_text(seed_text() + "data_parallel: {mode: hsdp, shard_size: 2, replicate_size: 1}\n");
+  const PipelineConfig f = load_config_text(seed_text() + "data_parallel: {mode: fsdp, shard_size: 2}\n");
+  EXPECT_EQ(h.world(true), f.world(true));
+  EXPECT_EQ(h.world(true).dp(), 2);
+}
+
 TEST(ConfigDefaults, YamlBooleanSpellings) {
   const PipelineConfig c = load_config_text(seed_text() + "pipeline_parallel_overlap_p2p: True\n"
                                                           "pipeline_parallel_overlap_b_f: yes\n");
@@ -300,9 +309,11 @@ TEST(ConfigErrors, DataParallelRules) {
                {"data_parallel.replicate_size=2 must be 1 for data_parallel.mode=fsdp", "use mode hsdp"});
   expect_error(seed_text() + "data_parallel: {mode: fsdp}\n",
                {"data_parallel.shard_size=1 (default) must be at least 2 for data_parallel.mode=fsdp"});
-  expect_error(seed_text() + "data_parallel: {mode: hsdp, shard_size: 8}\n",
-               {"data_parallel.replicate_size=1 (default) must be at least 2 for data_parallel.mode=hsdp",
-                "use mode fsdp"});
+  expect_error(seed_text() + "data_parallel: {mode: hsdp}\n",
+               {"data_parallel.shard_size=1 (default) and data_parallel.replicate_size=1 (default) leave "
+                "data_parallel.mode=hsdp without data parallelism", "use mode none"});
+  expect_error(seed_text() + "data_parallel: {mode: hsdp, shard_size: 2, replicate_size: 0}\n",
+               {"data_parallel.replicate_size=0 must be at least 1 for data_parallel.mode=hsdp"});
   expect_error(seed_text() + "data_parallel: {mode: hsdp, shard_size: 0, replicate_size: 2}\n",
                {"data_parallel.shard_size=0 must be at least 1 for data_parallel.mode=hsdp"});
   expect_error(seed_text() + "data_parallel: {mode: hsdp, shard_size: 2, replicate_size: 2, max_active_stages: 3}\n",

@@ -1,6 +1,7 @@
 // replay without MPI processes: buffer contents and their exact checks, the per-rank plan (P2P
 // tags pair as the engine pairs ops, collective order agrees across each group), and the
-// measurement path (simulated timings fed through MeasuredCost give the simulator's metrics).
+// measurement path (simulated timings fed through MeasuredCost give the simulator's metrics),
+// and the GEMM compute mode's sizing.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -13,6 +14,7 @@
 #include "ppstream/verify/verify.h"
 #include "ppstream/sim/simulate.h"
 #include "replay/contents.h"
+#include "replay/gemm.h"
 #include "replay/measure.h"
 #include "replay/plan.h"
 
@@ -154,6 +156,17 @@ TEST(ReplayMeasure, SimulatedTimingsGiveTheSimulatorsMetrics) {
   ASSERT_EQ(a.p2p.size(), b.p2p.size());
   for (size_t k = 0; k < a.p2p.size(); ++k) EXPECT_NEAR(a.p2p[k].pp_wait_ms(), b.p2p[k].pp_wait_ms(), 1e-9) << a.p2p[k].text;
   EXPECT_EQ(a.critical_path.size(), b.critical_path.size());
+}
+
+TEST(ReplayGemm, ProductIsExactAndRepsFollowTheModel) {
+  Gemm g(24);
+  EXPECT_EQ(g.multiply(), std::nullopt);
+  EXPECT_EQ(g.multiply(), std::nullopt);  // C is cleared between multiplies
+  EXPECT_GT(g.measure_ms(3), 0.0);
+  EXPECT_EQ(g.reps_for(10.0, 2.0), 5);
+  EXPECT_EQ(g.reps_for(11.2, 2.0), 6);   // rounded
+  EXPECT_EQ(g.reps_for(0.1, 2.0), 1);    // work that costs anything runs at least once
+  EXPECT_EQ(g.reps_for(0.0, 2.0), 0);
 }
 
 TEST(ReplayWorld, RefusesAProgramSetTheVerifierRejects) {
