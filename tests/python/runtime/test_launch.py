@@ -109,7 +109,7 @@ def test_ascend_comm_stream_mode_is_set_explicitly():
     assert runtime_conf("multi_stream:true,inline:false") == "inline:false,multi_stream:group"
 
 
-def test_ascend_programs_are_verified_under_the_profile_of_the_mode_the_launcher_sets(tmp_path):
+def test_ascend_programs_are_verified_under_the_profile_of_the_mode_the_launcher_sets(tmp_path, monkeypatch):
     import json
     import ppstream
     from ppstream.mindspore.launch import (COMM_STREAM_MODE, COMM_STREAM_PROFILES, check_runtime_conf,
@@ -125,6 +125,10 @@ def test_ascend_programs_are_verified_under_the_profile_of_the_mode_the_launcher
     for bad in ("", "inline:false", "multi_stream:true", "multi_stream:false", "multi_stream:group,multi_stream:true"):
         with pytest.raises(RuntimeError, match="expected 'group'.*verified under ascend-mindspore"):
             check_runtime_conf(bad)  # ... and nothing else does
+    from ppstream.mindspore.worker import init_mindspore
+    monkeypatch.setenv("MS_DEV_RUNTIME_CONF", "multi_stream:true")
+    with pytest.raises(RuntimeError, match="multi_stream is 'true', expected 'group'"):
+        init_mindspore("ascend")  # the worker checks before touching the device
     # every mode's profile is one the engine knows: programs compile and verify under it
     cfg = write_config(str(tmp_path / "modes.yaml"), pp=2, vpp=2, layers=4, mbs=4, mode="hsdp", shard=2, replicate=2)
     for prof in COMM_STREAM_PROFILES.values():
