@@ -262,15 +262,18 @@ class Runner {
     st_.matched[op] = t;
     const int32_t g = st_.topo.op_instr[op];
     const int32_t first = st_.topo.aux[g];
-    const int32_t p = st_.topo.prog_of_global(g);
-    const int32_t i = g - st_.topo.instr_base[p];
     st_.batch_last[first] = std::max(st_.batch_last[first], t);
     if (st_.queues.active()) {  // a unit ends like a batch of its own: its last match + batch_ms
       const auto u = static_cast<size_t>(st_.queues.unit_of_op[op]);
       st_.unit_last[u] = std::max(st_.unit_last[u], t);
-      if (--st_.unit_left[u] == 0) finish_unit(static_cast<int32_t>(u), st_.unit_last[u] + batch_ms(p, i));
+      if (--st_.unit_left[u] == 0) {
+        const int32_t p = st_.topo.prog_of_global(g);
+        finish_unit(static_cast<int32_t>(u), st_.unit_last[u] + batch_ms(p, g - st_.topo.instr_base[p]));
+      }
     }
     if (--st_.batch_left[first] == 0) {
+      const int32_t p = st_.topo.prog_of_global(g);
+      const int32_t i = g - st_.topo.instr_base[p];
       schedule(p, i, st_.batch_last[first] + batch_ms(p, i));
     } else if (st_.platform.batch_matching() == BatchMatching::SERIAL_IN_ORDER) {
       st_.post_work.emplace_back(op + 1, t);
