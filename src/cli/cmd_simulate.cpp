@@ -18,6 +18,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
     ConfigArgs config;
     std::string trace, svg;
     bool json = false, cluster = false, quiet = false;
+    std::string platform = "ascend-mindspore";
     int32_t trials = 1;
     std::optional<int64_t> seed;  // signed so that CLI11 rejects "-1" instead of wrapping it to 2^64 - 1
   };
@@ -33,6 +34,10 @@ void register_simulate(CLI::App& app, int& exit_code) {
   cmd->add_option("--trials", args->trials, "seeded straggler draws; prints p50/p90/p99 of the step time")->check(CLI::Range(1, std::numeric_limits<int32_t>::max()));
   cmd->add_option("--seed", args->seed, "straggler seed (overrides straggler.seed)")->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
   cmd->add_flag("--quiet", args->quiet, "no progress bar");
+  cmd->add_option("--platform", args->platform,
+                  "engine profile: ascend-mindspore (MindSpore on Ascend as the runtime sets it up), "
+                  "ascend-mindspore-one-comm-stream (what MS_DEV_RUNTIME_CONF multi_stream:true would cost) or "
+                  "cpu-serial (docs/semantics.md)");
   cmd->callback([args, &exit_code] {
     // `both` is ours: keep it away from the config override, which knows inline | async only.
     ConfigArgs ca = args->config;
@@ -40,6 +45,10 @@ void register_simulate(CLI::App& app, int& exit_code) {
     if (policy == "both") ca.reduce_grad.clear();
     sim::SimOptions o;
     o.policies = sim::parse_policies(policy);
+    const auto platform = parse_platform(args->platform);
+    if (!platform)
+      throw std::invalid_argument("simulate --platform " + args->platform + ": expected " + platform_names());
+    o.platform = *platform;
     const PipelineConfig cfg = ca.load();
     o.cluster = args->cluster;
     o.trials = args->trials;

@@ -88,6 +88,7 @@ class Diagnosis {
   void describe_batch(int32_t p, int32_t i, Blocked& b) const {
     const Instr& in = instr(p, i);
     const int32_t first = topo_.aux[topo_.global(p, i)];
+    if (held_by_queue(p, i, b)) return;
     for (int32_t k = 0; k < static_cast<int32_t>(in.p2p.size()); ++k) {
       const int32_t op = first + k;
       if (st_.matched[op] >= 0) continue;
@@ -103,7 +104,8 @@ class Diagnosis {
       const int32_t im = gm - topo_.instr_base[pm];
       const std::string what = to_text(topo_.op(m));
       if (st_.timing(pm, im).start_ms >= 0)
-        b.waiting_for = fmt::format("peer r{} has not reached {} (ops of its batch run one at a time): {}",
+        b.waiting_for = fmt::format("peer r{} has not reached {} (ops of its batch run one at a time, or its "
+                                    "communication queue holds them): {}",
                                     mine.peer.v, what, where(pm, im));
       else
         b.waiting_for = fmt::format("peer r{} has not posted {}: {}", mine.peer.v, what, where(pm, im));
@@ -111,6 +113,28 @@ class Diagnosis {
       return;
     }
     b.waiting_for = "nothing (every op matched; engine invariant broken)";
+  }
+
+  // A queued BATCH with a unit held behind an unfinished unit of its queue (comm_queue.h).
+  bool held_by_queue(int32_t p, int32_t i, Blocked& b) const {
+    const auto& q = st_.queues;
+    if (!q.active()) return false;
+    const int32_t g = topo_.global(p, i);
+    for (auto u = static_cast<size_t>(q.unit_of_instr[g]); u < q.units.size() && q.units[u].g == g; ++u) {
+      if (st_.unit_held_since[u] < 0) continue;
+      const int32_t prev = q.units[static_cast<size_t>(q.units[u].prev)].g;
+      const int32_t ip = prev - topo_.instr_base[p];
+      b.waiting_for = fmt::format("{}: {}, issued earlier there, has not finished", queue_name(q.units[u]), where(p, ip));
+      b.waits_on_rank = b.rank;
+      b.waits_on = resolve(p, ip);
+      return true;
+    }
+    return false;
+  }
+
+  std::string queue_name(const QueueUnit& u) const {
+    if (u.peer == kNone) return "the rank's one communication stream";
+    return fmt::format("the device stream of the P2P group with r{}", u.peer);
   }
 
   // An op whose channel has fewer ops on the other side.
@@ -137,8 +161,13 @@ class Diagnosis {
     const CollectiveSlot& slot = topo_.coll[topo_.aux[g]];
     if (const int32_t prev = st_.comm_blocker(topo_.aux[g]); st_.comm_held_since[topo_.aux[g]] >= 0 && prev != kNone) {
       const int32_t ip = prev - topo_.instr_base[p];
-      b.waiting_for = fmt::format("communicator order: {}, issued earlier on the same communicator, has not finished",
-                                  where(p, ip));
+      b.waiting_for =
+          st_.queues.active()
+              ? fmt::format("{}: {}, issued earlier there, has not finished",
+                            queue_name(st_.queues.units[static_cast<size_t>(st_.queues.unit_of_coll[topo_.aux[g]])]),
+                            where(p, ip))
+              : fmt::format("communicator order: {}, issued earlier on the same communicator, has not finished",
+                            where(p, ip));
       b.waits_on_rank = b.rank;
       b.waits_on = resolve(p, ip);
       return;

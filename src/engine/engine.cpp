@@ -19,7 +19,7 @@ namespace engine {
 
 EngineState::EngineState(const ProgramSet& s, const Topology& t, const Platform& p, const CostModel* c,
                          EngineResult& r)
-    : set(s), topo(t), platform(p), cost(c), res(r) {
+    : set(s), topo(t), platform(p), cost(c), res(r), queues(build_comm_queues(t, p.comm_queues())) {
   const size_t n = s.programs.size();
   host_next.assign(n, 0);
   host_blocked_on.assign(n, kNone);
@@ -35,6 +35,10 @@ EngineState::EngineState(const ProgramSet& s, const Topology& t, const Platform&
   coll_phase.assign(t.coll.size(), 0);
   comm_held_since.assign(t.coll.size(), -1.0);
   comm_free.assign(t.coll.size(), {-1.0, -1.0});
+  unit_end.assign(queues.units.size(), -1.0);
+  unit_held_since.assign(queues.units.size(), -1.0);
+  unit_left.assign(queues.units.size(), 0);
+  unit_last.assign(queues.units.size(), 0.0);
   res.timing.resize(n);
   for (size_t p2 = 0; p2 < n; ++p2) res.timing[p2].assign(s.programs[p2].instrs.size(), InstrTiming{});
 }
@@ -58,6 +62,11 @@ uint8_t EngineState::phase_comms(int32_t cs, uint8_t phase) const {
 
 int32_t EngineState::comm_blocker(int32_t cs) const {
   const CollectiveSlot& slot = topo.coll[cs];
+  if (queues.active()) {  // PER_GROUP: a collective's group is its own stream's; ONE_PER_RANK: the rank's queue
+    if (queues.kind != CommQueues::ONE_PER_RANK || coll_phase[cs] != 0) return kNone;
+    const int32_t u = unit_blocker(queues.unit_of_coll[cs]);
+    return u == kNone ? kNone : queues.units[static_cast<size_t>(u)].g;
+  }
   const uint8_t mask = phase_comms(cs, coll_phase[cs]);
   for (int kind = 0; kind < 2; ++kind) {
     const int32_t prev = slot.prev[kind];
@@ -180,12 +189,60 @@ class Runner {
     const int32_t first = st_.topo.aux[g];
     st_.batch_left[first] = n;
     st_.batch_last[first] = t;
-    if (st_.platform.batch_matching() == BatchMatching::ALL_AT_ONCE) {
+    if (st_.queues.active()) {
+      start_units(g, t);
+    } else if (st_.platform.batch_matching() == BatchMatching::ALL_AT_ONCE) {
       for (int32_t k = 0; k < n; ++k) st_.post_work.emplace_back(first + k, t);
     } else {
       st_.post_work.emplace_back(first, t);
     }
     drain_posts();
+  }
+
+  // Queued BATCH g reached its stream head at t: each of its units posts its ops once the unit
+  // before it on its queue has finished (else it is held until finish_unit).
+  void start_units(int32_t g, double t) {
+    const auto& units = st_.queues.units;
+    for (auto u = static_cast<size_t>(st_.queues.unit_of_instr[g]); u < units.size() && units[u].g == g; ++u) {
+      st_.unit_left[u] = units[u].ops;
+      st_.unit_last[u] = t;
+      if (st_.unit_blocker(static_cast<int32_t>(u)) != kNone)
+        st_.unit_held_since[u] = t;
+      else
+        post_unit(static_cast<int32_t>(u), t);
+    }
+  }
+
+  // Posts the ops of BATCH unit u at max(t, the end of the unit before it on its queue).
+  void post_unit(int32_t u, double t) {
+    const QueueUnit& qu = st_.queues.units[static_cast<size_t>(u)];
+    if (qu.prev != kNone) t = std::max(t, st_.unit_end[static_cast<size_t>(qu.prev)]);
+    st_.unit_held_since[static_cast<size_t>(u)] = -1.0;
+    const int32_t first = st_.topo.aux[qu.g];
+    const auto n = static_cast<int32_t>(st_.topo.instr(qu.g).p2p.size());
+    for (int32_t k = 0; k < n; ++k)
+      if (st_.queues.unit_of_op[first + k] == u) st_.post_work.emplace_back(first + k, t);
+  }
+
+  // Unit u finished at t: the next unit on its queue, if held there, begins.
+  void finish_unit(int32_t u, double t) {
+    st_.unit_end[static_cast<size_t>(u)] = t;
+    const int32_t next = st_.queues.units[static_cast<size_t>(u)].next;
+    if (next == kNone) return;
+    const double held = st_.unit_held_since[static_cast<size_t>(next)];
+    if (held >= 0 && st_.queues.units[static_cast<size_t>(next)].ops > 0) {
+      post_unit(next, held);
+      drain_posts();
+    } else if (st_.queues.units[static_cast<size_t>(next)].ops == 0) {
+      const int32_t g = st_.queues.units[static_cast<size_t>(next)].g;
+      const int32_t cs = st_.topo.aux[g];
+      if (st_.comm_held_since[cs] >= 0) begin_phase(g, st_.comm_held_since[cs]);
+    }
+  }
+
+  // Collective g completes at t; on the rank's one queue its unit then finishes.
+  void finish_collective(int32_t g, double t) {
+    if (st_.queues.kind == CommQueues::ONE_PER_RANK) finish_unit(st_.queues.unit_of_coll[st_.topo.aux[g]], t);
   }
 
   void drain_posts() {
@@ -206,6 +263,14 @@ class Runner {
     const int32_t g = st_.topo.op_instr[op];
     const int32_t first = st_.topo.aux[g];
     st_.batch_last[first] = std::max(st_.batch_last[first], t);
+    if (st_.queues.active()) {  // a unit ends like a batch of its own: its last match + batch_ms
+      const auto u = static_cast<size_t>(st_.queues.unit_of_op[op]);
+      st_.unit_last[u] = std::max(st_.unit_last[u], t);
+      if (--st_.unit_left[u] == 0) {
+        const int32_t p = st_.topo.prog_of_global(g);
+        finish_unit(static_cast<int32_t>(u), st_.unit_last[u] + batch_ms(p, g - st_.topo.instr_base[p]));
+      }
+    }
     if (--st_.batch_left[first] == 0) {
       const int32_t p = st_.topo.prog_of_global(g);
       const int32_t i = g - st_.topo.instr_base[p];
@@ -236,9 +301,14 @@ class Runner {
     const uint8_t phase = st_.coll_phase[cs];
     const uint8_t mask = st_.phase_comms(cs, phase);
     double at = t;
-    for (int kind = 0; kind < 2; ++kind)
-      if ((mask & engine::comm_bit(static_cast<GroupKind>(kind))) && slot.prev[kind] != kNone)
-        at = std::max(at, st_.comm_free[st_.topo.aux[slot.prev[kind]]][kind]);
+    if (!st_.queues.active()) {
+      for (int kind = 0; kind < 2; ++kind)
+        if ((mask & engine::comm_bit(static_cast<GroupKind>(kind))) && slot.prev[kind] != kNone)
+          at = std::max(at, st_.comm_free[st_.topo.aux[slot.prev[kind]]][kind]);
+    } else if (st_.queues.kind == CommQueues::ONE_PER_RANK && phase == 0) {
+      const int32_t prev = st_.queues.units[static_cast<size_t>(st_.queues.unit_of_coll[cs])].prev;
+      if (prev != kNone) at = std::max(at, st_.unit_end[static_cast<size_t>(prev)]);
+    }
     const int32_t p = st_.topo.prog_of_global(g);
     const int32_t i = g - st_.topo.instr_base[p];
     if (slot.n == 0) {
@@ -247,6 +317,7 @@ class Runner {
       const double end = at + delay + collective_ms(p, i);
       schedule(p, i, end);
       release(g, mask, end);
+      finish_collective(g, end);
       return;
     }
     arrive(slot.inst[phase], phase == 0 ? at + arrival_ms(p, i) : at);
@@ -255,6 +326,7 @@ class Runner {
   // Collective g's phase on the communicators in `mask` finishes at t: the rank's next
   // collective on each of them, if held back, is ready again.
   void release(int32_t g, uint8_t mask, double t) {
+    if (st_.queues.active()) return;  // no communicator chains: see finish_unit
     const int32_t cs = st_.topo.aux[g];
     for (int kind = 0; kind < 2; ++kind) {
       if (!(mask & engine::comm_bit(static_cast<GroupKind>(kind)))) continue;
@@ -290,6 +362,7 @@ class Runner {
         const double end = done + collective_ms(p, i);
         schedule(p, i, end);
         release(g, mask, end);
+        finish_collective(g, end);
       }
     }
   }

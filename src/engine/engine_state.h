@@ -8,6 +8,7 @@
 #include <queue>
 #include <vector>
 
+#include "engine/comm_queue.h"
 #include "engine/platform.h"
 #include "engine/topology.h"
 #include "ppstream/engine/engine.h"
@@ -54,6 +55,14 @@ struct EngineState {
   std::vector<uint8_t> coll_phase;
   std::vector<double> comm_held_since;
   std::vector<std::array<double, 2>> comm_free;
+  // Communication queues (engine/comm_queue.h; inactive under PER_COMMUNICATOR): per unit,
+  // when it finished (< 0: not yet), when it was ready but held behind its predecessor (< 0: not
+  // held), its unmatched ops and its latest match.
+  CommQueueTable queues;
+  std::vector<double> unit_end;
+  std::vector<double> unit_held_since;
+  std::vector<int32_t> unit_left;
+  std::vector<double> unit_last;
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> queue;
   std::vector<std::pair<int32_t, double>> post_work;  // ops to post (avoids deep recursion)
 
@@ -73,8 +82,14 @@ struct EngineState {
   bool arrived_at(int32_t g, int32_t inst) const;
   // The communicators phase `phase` of collective slot `cs` runs on (mask of comm_bit).
   uint8_t phase_comms(int32_t cs, uint8_t phase) const;
-  // The earlier collective (global id) that holds back slot `cs` at its current phase, or kNone.
+  // The earlier collective or BATCH (global id) that holds back slot `cs` at its current phase
+  // (communicator order, or the rank's one communication queue), or kNone.
   int32_t comm_blocker(int32_t cs) const;
+  // The unit before `u` on its queue while it has not finished, else kNone.
+  int32_t unit_blocker(int32_t u) const {
+    const int32_t prev = queues.units[static_cast<size_t>(u)].prev;
+    return prev != kNone && unit_end[static_cast<size_t>(prev)] < 0 ? prev : kNone;
+  }
 };
 
 // Runs the engine on a topology already built (and free of errors) for `set`; lets the

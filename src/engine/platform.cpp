@@ -7,7 +7,8 @@
 
 namespace ppstream {
 namespace {
-constexpr std::array<const char*, 3> kNames = {"strict", "ascend-mindspore", "cpu-serial"};
+constexpr std::array<const char*, 4> kNames = {"strict", "ascend-mindspore", "cpu-serial",
+                                              "ascend-mindspore-one-comm-stream"};
 }  // namespace
 
 const char* to_string(PlatformKind k) { return kNames[static_cast<size_t>(k)]; }
@@ -18,6 +19,12 @@ std::optional<PlatformKind> parse_platform(const std::string& s) {
   return std::nullopt;
 }
 
+std::string platform_names() {
+  std::string out;
+  for (const char* n : kNames) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
 std::vector<PlatformKind> parse_platform_list(const std::string& text) {
   if (text == "all") return {PlatformKind::STRICT, PlatformKind::ASCEND_MINDSPORE, PlatformKind::CPU_SERIAL};
   std::vector<PlatformKind> out;
@@ -26,7 +33,7 @@ std::vector<PlatformKind> parse_platform_list(const std::string& text) {
     const size_t comma = text.find(',', start);
     const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     const auto k = parse_platform(item);
-    if (!k) throw std::invalid_argument("platform '" + item + "': expected strict, ascend-mindspore, cpu-serial or all");
+    if (!k) throw std::invalid_argument("platform '" + item + "': expected " + platform_names() + " or all");
     out.push_back(*k);
     if (comma == std::string::npos) return out;
     start = comma + 1;
@@ -39,6 +46,7 @@ const Platform& platform_for(PlatformKind k) {
     case PlatformKind::STRICT: return strict_platform();
     case PlatformKind::ASCEND_MINDSPORE: return ascend_mindspore_platform();
     case PlatformKind::CPU_SERIAL: return cpu_serial_platform();
+    case PlatformKind::ASCEND_ONE_COMM_STREAM: return ascend_one_comm_stream_platform();
   }
   return strict_platform();
 }

@@ -12,6 +12,7 @@ class CpuSerialPlatform final : public Platform {
   BatchMatching batch_matching() const override { return BatchMatching::SERIAL_IN_ORDER; }
   bool events_enforced() const override { return false; }
   bool timed() const override { return true; }
+  CommQueues comm_queues() const override { return CommQueues::PER_COMMUNICATOR; }
 };
 }  // namespace
 

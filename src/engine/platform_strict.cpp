@@ -11,6 +11,7 @@ class StrictPlatform final : public Platform {
   BatchMatching batch_matching() const override { return BatchMatching::ALL_AT_ONCE; }
   bool events_enforced() const override { return true; }
   bool timed() const override { return false; }
+  CommQueues comm_queues() const override { return CommQueues::PER_COMMUNICATOR; }
 };
 }  // namespace
 

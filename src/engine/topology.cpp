@@ -15,8 +15,6 @@ namespace {
 
 int32_t i32(size_t n) { return static_cast<int32_t>(n); }
 
-bool is_collective(OpKind k) { return k == OpKind::UNSHARD || k == OpKind::REDUCE_GRAD; }
-
 // Ranks, program order and pp_rank consistency (docs/semantics.md "Program set").
 void check_ranks(const ProgramSet& set, Topology& t) {
   const World& w = set.world;

@@ -47,6 +47,9 @@ struct CollectiveInstance {
   int32_t size = 0;            // group size
 };
 
+// UNSHARD and REDUCE_GRAD: the instructions that form collective slots.
+inline bool is_collective(OpKind k) { return k == OpKind::UNSHARD || k == OpKind::REDUCE_GRAD; }
+
 // Bit of a GroupKind in a communicator mask.
 inline constexpr uint8_t comm_bit(GroupKind k) { return static_cast<uint8_t>(1u << static_cast<unsigned>(k)); }
 // The communicators (shard / replicate group) a collective instruction runs on, as a mask of

@@ -117,16 +117,17 @@ void bind_sim_analyze(py::module_& m) {
       "simulate",
       [](const std::string& path, const std::string& reduce_grad, bool cluster, int32_t trials,
          std::optional<uint64_t> seed, const std::string& trace, const std::string& svg,
-         const std::map<std::string, std::string>& overrides) {
+         const std::map<std::string, std::string>& overrides, const std::string& platform) {
         PipelineConfig cfg = load_config_file(path);
         apply_all(cfg, overrides);
-        return sim::simulate_json(cfg, reduce_grad, cluster, trials, seed, trace, svg);
+        return sim::simulate_json(cfg, reduce_grad, cluster, trials, seed, trace, svg, platform);
       },
       py::arg("config_path"), py::arg("reduce_grad") = "", py::arg("cluster") = false, py::arg("trials") = 1,
       py::arg("seed") = py::none(), py::arg("trace") = "", py::arg("svg") = "",
-      py::arg("overrides") = std::map<std::string, std::string>{},
+      py::arg("overrides") = std::map<std::string, std::string>{}, py::arg("platform") = "ascend-mindspore",
       "Simulate one training step (docs/simulate.md): reduce_grad 'inline' | 'async' | 'both' | '' (the\n"
-      "config's); cluster=True runs every PP replica of the world; trials>1 draws stragglers per seed.\n"
+      "config's); cluster=True runs every PP replica of the world; trials>1 draws stragglers per seed;\n"
+      "platform: the engine profile (ascend-mindspore, ascend-mindspore-one-comm-stream, cpu-serial).\n"
       "Writes a Chrome trace / SVG when paths are given; returns the metrics JSON (str, times in ms).");
   m.def(
       "analyze",

@@ -108,6 +108,7 @@ std::string report_json(const SimReport& rep, int indent) {
                        {"replicate", rep.world.replicate}, {"expanded", rep.world.expanded}}},
             {"mode", to_string(rep.mode)},
             {"cluster", rep.cluster},
+            {"platform", to_string(rep.platform)},
             {"link_sharing", to_string(rep.cost.link_sharing)}};
   json pol = json::object();
   for (const PolicyRun& pr : rep.runs) pol[to_string(pr.policy)] = run_json(rep, pr);
@@ -133,9 +134,10 @@ std::string report_json(const SimReport& rep, int indent) {
 }
 
 std::string report_table(const SimReport& rep) {
-  std::string out = fmt::format("world pp={} vpp={} shard={} replicate={}{}  link_sharing={}\n", rep.world.pp, rep.world.vpp,
-                                rep.world.shard, rep.world.replicate, rep.cluster ? " (cluster: every replica)" : "",
-                                to_string(rep.cost.link_sharing));
+  std::string out = fmt::format("world pp={} vpp={} shard={} replicate={}{}  link_sharing={}  platform={}\n", rep.world.pp,
+                                rep.world.vpp, rep.world.shard, rep.world.replicate,
+                                rep.cluster ? " (cluster: every replica)" : "", to_string(rep.cost.link_sharing),
+                                to_string(rep.platform));
   out += fmt::format("{:<26}", "metric");
   for (const PolicyRun& pr : rep.runs) out += fmt::format("{:>14}", to_string(pr.policy));
   if (rep.runs.size() == 2) out += fmt::format("{:>14}", "change");

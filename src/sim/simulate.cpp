@@ -92,8 +92,12 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
   if (cfg.mode == DPMode::NONE && std::any_of(policies.begin(), policies.end(), [](ReducePolicy p) { return p != ReducePolicy::NONE; }))
     throw ConfigError("config: simulate --reduce-grad needs data parallelism (data_parallel.mode: fsdp or hsdp); this config has none");
 
+  if (opts.platform == PlatformKind::STRICT)
+    throw std::invalid_argument("simulate: platform strict is untimed (every duration is zero); use ascend-mindspore, "
+                                "ascend-mindspore-one-comm-stream or cpu-serial");
   SimReport report;
   report.cluster = opts.cluster;
+  report.platform = opts.platform;
   report.mode = cfg.mode;
   const World world = cfg.world(opts.cluster);
   report.world = world;
@@ -137,7 +141,7 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
     for (int32_t trial = 0; trial < opts.trials; ++trial) {
       SimCostModel model(s, c, report.cost, StragglerModel(straggler, world, static_cast<uint64_t>(trial)));
       EngineOptions eo;
-      eo.platform = PlatformKind::ASCEND_MINDSPORE;
+      eo.platform = opts.platform;
       eo.cost = &model;
       const auto t0 = std::chrono::steady_clock::now();
       EngineResult run = run_engine(s, eo);
@@ -194,8 +198,12 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
 }
 
 std::string simulate_json(const PipelineConfig& cfg, const std::string& reduce_grad, bool cluster, int32_t trials,
-                          std::optional<uint64_t> seed, const std::string& trace_path, const std::string& svg_path) {
+                          std::optional<uint64_t> seed, const std::string& trace_path, const std::string& svg_path,
+                          const std::string& platform) {
   SimOptions o;
+  const auto kind = parse_platform(platform);
+  if (!kind) throw std::invalid_argument("simulate: platform '" + platform + "': " + "expected " + platform_names());
+  o.platform = *kind;
   o.policies = parse_policies(reduce_grad);
   o.cluster = cluster;
   o.trials = trials;

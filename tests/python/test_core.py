@@ -92,6 +92,26 @@ def test_simulate_seed_shows_the_474ms_wait_only_inline():
     assert cmp["reduce_overlap_ratio"]["async"] > cmp["reduce_overlap_ratio"]["inline"]
 
 
+def test_simulate_one_comm_stream_platform_brings_the_backward_wait_back_under_async():
+    # MindSpore's multi_stream:true (one communication stream per rank) queues PP rank 2's
+    # remaining sends behind its reduction: PP rank 1's backward receive waits again.
+    seed = str(ROOT / "examples" / "seed-300b-moe.yaml")
+
+    def r1_backward_wait(platform):
+        report = json.loads(ppstream.simulate(seed, reduce_grad="async", platform=platform))
+        assert report["platform"] == platform
+        waits = report["policies"]["async"]["compute_waits"]
+        return report, max((w["wait_ms"] for w in waits
+                            if w["rank"] == 1 and w["peer"] == 2 and w["event"].startswith("recv_B")), default=0.0)
+
+    group, group_wait = r1_backward_wait("ascend-mindspore")
+    one, one_wait = r1_backward_wait("ascend-mindspore-one-comm-stream")
+    assert group_wait < 100.0 < 300.0 < one_wait
+    assert one["policies"]["async"]["step_time_ms"] > group["policies"]["async"]["step_time_ms"]
+    with pytest.raises(ValueError, match="strict is untimed"):
+        ppstream.simulate(seed, reduce_grad="async", platform="strict")
+
+
 def test_overrides_apply_together_as_the_cli_set():
     # Issue 13: compile_text applied overrides one key at a time, so pp=4 failed against the
     # base's two layer strings before the new four were set. They must apply together.

@@ -12,10 +12,17 @@
 
 namespace ppstream {
 
-enum class PlatformKind : uint8_t { STRICT, ASCEND_MINDSPORE, CPU_SERIAL };
+// ASCEND_ONE_COMM_STREAM is `ascend-mindspore-one-comm-stream`: MindSpore's
+// MS_DEV_RUNTIME_CONF multi_stream:true, a what-if profile for `simulate` (the runtime refuses
+// that mode); docs/semantics.md "Platform profiles".
+enum class PlatformKind : uint8_t { STRICT, ASCEND_MINDSPORE, CPU_SERIAL, ASCEND_ONE_COMM_STREAM };
 const char* to_string(PlatformKind k);
-std::optional<PlatformKind> parse_platform(const std::string& s);  // "strict", "ascend-mindspore", "cpu-serial"
-// "strict,cpu-serial" or "all" → platforms; throws std::invalid_argument naming the bad entry.
+// "strict", "ascend-mindspore", "cpu-serial", "ascend-mindspore-one-comm-stream"
+std::optional<PlatformKind> parse_platform(const std::string& s);
+// Every profile name, comma-separated (for messages).
+std::string platform_names();
+// "strict,cpu-serial" or "all" (the three verification profiles: strict, ascend-mindspore,
+// cpu-serial) → platforms; throws std::invalid_argument naming the bad entry.
 std::vector<PlatformKind> parse_platform_list(const std::string& text);
 
 // Durations and arrival delays in milliseconds. The default (this base class) is zero cost:
@@ -88,6 +95,10 @@ struct EngineOptions {
 //   collective_ms is added once, after the last phase. In a non-expanded set a collective ends
 //   at start + max(arrival_delay_ms, external_arrival_ms) + collective_ms. The issuing stream
 //   is occupied until then.
+// - Communication order across a rank's streams is the profile's (src/engine/platform.h
+//   CommQueues): one communicator per group (strict, cpu-serial), a device stream per
+//   communication group as MindSpore's runtime sets them up on Ascend (ascend-mindspore), or one
+//   communication stream per rank (ascend-mindspore-one-comm-stream).
 // - `strict` ignores the cost model (every duration is zero).
 // Runs one step. Never throws on a deadlock (it is reported in the result); throws
 // std::invalid_argument for structurally broken input (unknown peer rank, etc.) and for a cost

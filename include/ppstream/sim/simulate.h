@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ppstream/config/config.h"
+#include "ppstream/engine/engine.h"
 #include "ppstream/sim/cost_model.h"
 #include "ppstream/sim/metrics.h"
 
@@ -19,6 +20,9 @@ namespace ppstream::sim {
 struct SimOptions {
   std::vector<ReducePolicy> policies;  // empty: the config's reduce_grad (inline | async)
   bool cluster = false;                // every DP replica (rank = pp_rank * dp + dp_index)
+  // Engine profile: ascend-mindspore (what the runtime runs on Ascend), or a what-if such as
+  // ascend-mindspore-one-comm-stream (multi_stream:true) or cpu-serial; strict is untimed and refused.
+  PlatformKind platform = PlatformKind::ASCEND_MINDSPORE;
   int32_t trials = 1;                  // seeded straggler draws; metrics detail is trial 0
   std::optional<uint64_t> seed;        // overrides straggler.seed
   std::string trace_path;              // Chrome trace of trial 0 ("" = none); with several
@@ -48,6 +52,7 @@ struct SimReport {
   CostSpec cost;
   uint64_t seed = 0;
   bool cluster = false;
+  PlatformKind platform = PlatformKind::ASCEND_MINDSPORE;
   std::vector<PolicyRun> runs;
 };
 
@@ -66,11 +71,12 @@ std::string report_json(const SimReport& report, int indent = 2);
 std::string report_table(const SimReport& report);
 
 // For Python (bound in src/python/module.cpp): runs `simulate` and returns report_json.
-// reduce_grad: "inline" | "async" | "both" | "" (the config's). Writes trace/SVG when paths
-// are non-empty.
+// reduce_grad: "inline" | "async" | "both" | "" (the config's); platform: a profile name
+// (parse_platform). Writes trace/SVG when paths are non-empty.
 std::string simulate_json(const PipelineConfig& cfg, const std::string& reduce_grad = "", bool cluster = false,
                           int32_t trials = 1, std::optional<uint64_t> seed = std::nullopt,
-                          const std::string& trace_path = "", const std::string& svg_path = "");
+                          const std::string& trace_path = "", const std::string& svg_path = "",
+                          const std::string& platform = "ascend-mindspore");
 
 // "inline" → {INLINE}, "async" → {ASYNC}, "both" → {INLINE, ASYNC}; throws std::invalid_argument.
 std::vector<ReducePolicy> parse_policies(const std::string& text);

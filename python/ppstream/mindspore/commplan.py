@@ -5,8 +5,9 @@ stream (``MS_DEV_RUNTIME_CONF`` ``multi_stream:group``, which the launcher sets 
 docs/runtime.md, "Communication streams"). Two program streams that issue on the *same* group
 would therefore share one device stream and run in host issue order — e.g. an UNSHARD on
 ``fsdp`` queued behind a REDUCE_GRAD on ``reduce``, or every P2P batch of a rank behind the
-previous one when all use the world group. The engine's ``ascend-mindspore`` profile models one
-stream per *program* stream, so the plan gives each program stream its own group:
+previous one when all use the world group. So the plan gives each program stream its own
+collective groups and each peer pair its own P2P group, and the engine's ``ascend-mindspore``
+profile models exactly these groups (src/engine/platform.h, ``CommQueues::PER_GROUP``):
 
 - collectives: one group per (member set, program stream); on ``compute`` the plain group
   (``pps_shard_0_1``), elsewhere ``pps_shard_0_1_reduce``, ``pps_shard_0_1_fsdp``;

@@ -32,12 +32,36 @@ PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 # and undo the async policy; "false" runs it on the issuing stream. Set explicitly, never
 # inherited (docs/runtime.md, "Communication streams").
 COMM_STREAM_MODE = "group"
+# The engine profile that models each mode (docs/semantics.md, "Platform profiles"): programs
+# run on Ascend are verified under the profile of the mode the launcher sets, and the worker
+# refuses any other mode. "false" has no profile and is never set.
+COMM_STREAM_PROFILES = {"group": "ascend-mindspore", "true": "ascend-mindspore-one-comm-stream"}
 
 
 def runtime_conf(existing: str) -> str:
     """``existing`` MS_DEV_RUNTIME_CONF ("key:value,...") with multi_stream forced to COMM_STREAM_MODE."""
     items = [kv for kv in existing.split(",") if kv.strip() and kv.split(":", 1)[0].strip() != "multi_stream"]
     return ",".join(items + [f"multi_stream:{COMM_STREAM_MODE}"])
+
+
+def comm_stream_mode(conf: str) -> str | None:
+    """The multi_stream value of an MS_DEV_RUNTIME_CONF string (the last one wins), or None."""
+    mode = None
+    for kv in conf.split(","):
+        key, _, value = kv.partition(":")
+        if key.strip() == "multi_stream":
+            mode = value.strip()
+    return mode
+
+
+def check_runtime_conf(conf: str) -> None:
+    """Refuses (RuntimeError) an MS_DEV_RUNTIME_CONF whose multi_stream is not COMM_STREAM_MODE:
+    the programs were verified under COMM_STREAM_PROFILES[COMM_STREAM_MODE] only."""
+    mode = comm_stream_mode(conf)
+    if mode != COMM_STREAM_MODE:
+        raise RuntimeError(f"MS_DEV_RUNTIME_CONF={conf!r}: multi_stream is {mode!r}, expected {COMM_STREAM_MODE!r} "
+                           f"(set by ppstream train; the programs were verified under "
+                           f"{COMM_STREAM_PROFILES[COMM_STREAM_MODE]}; see docs/runtime.md)")
 
 
 class WorldTooLarge(ValueError):

@@ -9,9 +9,10 @@ waited where the program says.
 
 Communication groups come from the ``CommPlan``: one per (member set, program stream) for
 collectives and one per peer pair for P2P, so that under ``multi_stream:group`` (set by the
-launcher) every program stream's communication runs on its own device stream; a BATCH with
-several peers is one ``batch_isend_irecv`` per peer (all issued, then all waited on the current
-stream). Not exercised by our tests (no Ascend here): the recording platform checks the same
+launcher) each group's communication runs on its own device stream; a BATCH with several peers
+is one ``batch_isend_irecv`` per peer (all issued, then all waited on the current stream). The
+``ascend-mindspore`` engine profile the programs are verified under models exactly that: a
+peer's ops wait for the rank's earlier ops with that peer, whatever stream issued them. Not exercised by our tests (no Ascend here): the recording platform checks the same
 call sequence on CPU, and the fake platform the plan's group names.
 """
 from __future__ import annotations
@@ -26,11 +27,12 @@ from mindspore.communication import create_group
 
 from ppstream.mindspore.commplan import CommPlan
 from ppstream.mindspore.groups import Group
+from ppstream.mindspore.launch import COMM_STREAM_MODE, COMM_STREAM_PROFILES
 from ppstream.mindspore.platform_base import P2P, Platform
 
 
 class AscendPlatform(Platform):
-    profile = "ascend-mindspore"
+    profile = COMM_STREAM_PROFILES[COMM_STREAM_MODE]  # ascend-mindspore: a device stream per group
 
     def __init__(self) -> None:
         super().__init__()

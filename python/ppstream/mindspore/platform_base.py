@@ -23,11 +23,14 @@ from typing import Iterator, Optional
 
 from ppstream.mindspore.commplan import CommPlan
 from ppstream.mindspore.groups import Group
+from ppstream.mindspore.launch import COMM_STREAM_MODE, COMM_STREAM_PROFILES
 
-KNOWN_PROFILES = ("strict", "ascend-mindspore", "cpu-serial")  # src/engine/platform.cpp
+# src/engine/platform.cpp
+KNOWN_PROFILES = ("strict", "ascend-mindspore", "cpu-serial", "ascend-mindspore-one-comm-stream")
 # The profile a device's platform is verified under (the launcher compiles with it before
-# importing MindSpore; test_executor.py checks it equals each platform class's ``profile``).
-DEVICE_PROFILES = {"cpu": "cpu-serial", "ascend": "ascend-mindspore"}
+# importing MindSpore; test_executor.py checks it equals each platform class's ``profile``). On
+# Ascend: the profile of the communication-stream mode the launcher sets.
+DEVICE_PROFILES = {"cpu": "cpu-serial", "ascend": COMM_STREAM_PROFILES[COMM_STREAM_MODE]}
 
 
 class P2P:

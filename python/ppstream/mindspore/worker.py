@@ -56,11 +56,8 @@ def init_mindspore(device: str) -> int:
     import mindspore as ms
     from mindspore.communication import get_rank, init
     if device == "ascend":
-        from ppstream.mindspore.launch import COMM_STREAM_MODE
-        conf = os.environ.get("MS_DEV_RUNTIME_CONF", "")
-        if f"multi_stream:{COMM_STREAM_MODE}" not in conf.split(","):
-            raise RuntimeError(f"MS_DEV_RUNTIME_CONF={conf!r}: expected multi_stream:{COMM_STREAM_MODE} "
-                               "(set by ppstream train; see docs/runtime.md)")
+        from ppstream.mindspore.launch import check_runtime_conf
+        check_runtime_conf(os.environ.get("MS_DEV_RUNTIME_CONF", ""))
     ms.set_device("Ascend" if device == "ascend" else "CPU")
     ms.set_context(mode=ms.PYNATIVE_MODE)
     if device != "ascend":

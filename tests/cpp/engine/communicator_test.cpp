@@ -1,6 +1,9 @@
 // Communicator order (docs/semantics.md "Communicators"): collectives a rank issues on one
 // communicator run one after another in issue order, across all of its streams — in the
-// engine (so verify and simulate agree) and as the verifier rule `communicator-order`.
+// engine's `strict` profile, on the rank's one communication stream of
+// `ascend-mindspore-one-comm-stream`, and as the verifier rule `communicator-order`. The
+// `ascend-mindspore` profile gives each program stream its own groups (the runtime's CommPlan),
+// so there the two reductions are independent.
 // The issue's repro: async reductions with sync_last_reduce put the last stage's reduction on
 // compute while an earlier one still runs on `reduce`, in the same replicate group.
 #include <gtest/gtest.h>
@@ -43,26 +46,31 @@ std::string racing(bool expanded) {
   return out;
 }
 
-EngineResult run(const ProgramSet& set, const CostModel& cost) {
+EngineResult run(const ProgramSet& set, const CostModel& cost,
+                 PlatformKind platform = PlatformKind::ASCEND_MINDSPORE) {
   EngineOptions o;
-  o.platform = PlatformKind::ASCEND_MINDSPORE;
+  o.platform = platform;
   o.cost = &cost;
   return run_engine(set, o);
 }
 
 // F s0 [0,1], F s1 [1,2], B s1 [2,4]; reduce: REDUCE_GRAD s1 [4,34]; B s0 [4,6]; compute's
-// REDUCE_GRAD s0 is at its head at 6 but the replicate communicator is busy until 34: [34,64].
-// (Concurrent collectives would end it at 36.)
-TEST(Communicator, CollectivesOnOneCommunicatorRunInIssueOrderAcrossStreams) {
+// REDUCE_GRAD s0 is at its head at 6. On one communication stream it waits until 34: [34,64].
+// With the runtime's groups per program stream (ascend-mindspore) the two are independent: [6,36].
+TEST(Communicator, CollectivesFromTwoStreamsSerializeOnOneCommStreamOnly) {
   for (bool expanded : {false, true}) {
     const ProgramSet set = parse_program_set(racing(expanded));
     const Cost30 cost;
-    const EngineResult r = run(set, cost);
+    const EngineResult r = run(set, cost, PlatformKind::ASCEND_ONE_COMM_STREAM);
     ASSERT_TRUE(r.completed) << format_deadlock(set, r);
     EXPECT_DOUBLE_EQ(r.timing[0][5].end_ms, 34.0) << "expanded=" << expanded;
     EXPECT_DOUBLE_EQ(r.timing[0][8].start_ms, 6.0) << "expanded=" << expanded;
     EXPECT_DOUBLE_EQ(r.timing[0][8].end_ms, 64.0) << "expanded=" << expanded;
     EXPECT_DOUBLE_EQ(r.makespan_ms, 64.0) << "expanded=" << expanded;
+    const EngineResult g = run(set, cost);
+    ASSERT_TRUE(g.completed) << format_deadlock(set, g);
+    EXPECT_DOUBLE_EQ(g.timing[0][5].end_ms, 34.0) << "expanded=" << expanded;
+    EXPECT_DOUBLE_EQ(g.timing[0][8].end_ms, 36.0) << "expanded=" << expanded;
   }
 }
 
@@ -85,7 +93,9 @@ TEST(Communicator, VerifierFlagsCollectivesOnOneGroupFromTwoStreamsWithoutOrder)
 }
 
 // The earlier collective waits (through an event) for compute work issued after the later one:
-// real NCCL/HCCL hang here, and so does the engine, naming the communicator.
+// real NCCL/HCCL with one communicator per group hang here, and so does the engine (strict),
+// naming the communicator; so does one communication stream. The runtime's separate groups per
+// program stream (ascend-mindspore) do not.
 TEST(Communicator, HeldBackCollectiveThatFeedsTheEarlierOneDeadlocks) {
   const ProgramSet set = parse_program_set(R"(world pp=1 vpp=2 shard=1 replicate=2 expanded=0 mode=hsdp policy=async
 r0 compute F mb0 s0
@@ -100,13 +110,21 @@ r0 compute B mb0 s0
 r0 compute WAIT reduce_done[s1]
 r0 compute OPT_STEP
 )");
-  const EngineResult r = run(set, Cost30{});
+  const EngineResult r = run(set, Cost30{}, PlatformKind::STRICT);
   ASSERT_FALSE(r.completed);
   const std::string report = format_deadlock(set, r);
   EXPECT_NE(report.find("r0 #6 compute REDUCE_GRAD s0\n      waiting for communicator order: r0 #4 reduce REDUCE_GRAD s1"),
             std::string::npos)
       << report;
   EXPECT_NE(report.find("cycle:"), std::string::npos) << report;
+  const EngineResult one = run(set, Cost30{}, PlatformKind::ASCEND_ONE_COMM_STREAM);
+  ASSERT_FALSE(one.completed);
+  const std::string one_report = format_deadlock(set, one);
+  EXPECT_NE(one_report.find("r0 #6 compute REDUCE_GRAD s0\n      waiting for the rank's one communication stream: r0 #4 "
+                            "reduce REDUCE_GRAD s1, issued earlier there, has not finished"),
+            std::string::npos)
+      << one_report;
+  EXPECT_TRUE(run(set, Cost30{}).completed);
   bool flagged = false;
   for (const auto& v : verify(set))
     if (v.rule == "communicator-order" || v.rule == "deadlock") flagged = true;

@@ -109,6 +109,33 @@ def test_ascend_comm_stream_mode_is_set_explicitly():
     assert runtime_conf("multi_stream:true,inline:false") == "inline:false,multi_stream:group"
 
 
+def test_ascend_programs_are_verified_under_the_profile_of_the_mode_the_launcher_sets(tmp_path, monkeypatch):
+    import json
+    import ppstream
+    from ppstream.mindspore.launch import (COMM_STREAM_MODE, COMM_STREAM_PROFILES, check_runtime_conf,
+                                           comm_stream_mode, runtime_conf)
+    from ppstream.mindspore.platform_ascend import AscendPlatform
+    from ppstream.mindspore.platform_base import DEVICE_PROFILES, KNOWN_PROFILES
+    conf = runtime_conf("multi_stream:true,inline:false")
+    assert comm_stream_mode(conf) == COMM_STREAM_MODE == "group"
+    # the launcher compiles Ascend programs under DEVICE_PROFILES["ascend"]; the platform names it too
+    assert DEVICE_PROFILES["ascend"] == AscendPlatform.profile == COMM_STREAM_PROFILES["group"] == "ascend-mindspore"
+    assert COMM_STREAM_PROFILES["true"] == "ascend-mindspore-one-comm-stream"
+    check_runtime_conf(conf)  # what the launcher sets passes the worker's check ...
+    for bad in ("", "inline:false", "multi_stream:true", "multi_stream:false", "multi_stream:group,multi_stream:true"):
+        with pytest.raises(RuntimeError, match="expected 'group'.*verified under ascend-mindspore"):
+            check_runtime_conf(bad)  # ... and nothing else does
+    from ppstream.mindspore.worker import init_mindspore
+    monkeypatch.setenv("MS_DEV_RUNTIME_CONF", "multi_stream:true")
+    with pytest.raises(RuntimeError, match="multi_stream is 'true', expected 'group'"):
+        init_mindspore("ascend")  # the worker checks before touching the device
+    # every mode's profile is one the engine knows: programs compile and verify under it
+    cfg = write_config(str(tmp_path / "modes.yaml"), pp=2, vpp=2, layers=4, mbs=4, mode="hsdp", shard=2, replicate=2)
+    for prof in COMM_STREAM_PROFILES.values():
+        assert prof in KNOWN_PROFILES
+        assert len(json.loads(ppstream.compile(cfg, True, prof))["programs"]) == 8
+
+
 def test_bfloat16_is_refused_on_cpu_before_launch(tmp_path):
     cfg = write_config(str(tmp_path / "bf16.yaml"), pp=1, vpp=1, layers=2, mbs=2,
                        model={"hidden": 8, "heads": 2, "dtype": "bfloat16"})
