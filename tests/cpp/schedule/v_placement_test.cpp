@@ -100,6 +100,26 @@ TEST(VPlacement, NoP2PBetweenTheTwoStagesOfTheLastRankAndTheSetVerifies) {
   }
 }
 
+TEST(VPlacement, ProgramTextNamesABadPlacement) {
+  EXPECT_EQ(parse_program_set("world pp=2 vpp=2 shard=1 replicate=1 placement=v expanded=0 mode=none policy=none\n")
+                .world.placement,
+            Placement::V);
+  EXPECT_EQ(parse_program_set("world pp=2 vpp=2 shard=1 replicate=1 expanded=0 mode=none policy=none\n").world.placement,
+            Placement::LOOP);
+  try {
+    parse_program_set("world pp=2 vpp=2 shard=1 replicate=1 placement=w expanded=0 mode=none policy=none\n", "p.txt");
+    ADD_FAILURE() << "placement=w accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("p.txt:1: expected placement=loop|v, got 'placement=w'"), std::string::npos) << e.what();
+  }
+  try {
+    parse_program_set("world pp=2 vpp=3 shard=1 replicate=1 placement=v expanded=0 mode=none policy=none\n", "p.txt");
+    ADD_FAILURE() << "V placement with vpp 3 accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("exactly 2 virtual stages per rank"), std::string::npos) << e.what();
+  }
+}
+
 TEST(VPlacement, AP2POpToAStageOfTheSameRankIsRejected) {
   ProgramSet set = compile(v_config("zbv", 8));
   // Rank 3 sends s3's activation to s4 — which it holds itself.
