@@ -149,5 +149,15 @@ TEST(VPlacement, UnitTimeChecksThePlacement) {
   EXPECT_THROW(schedule_dualpipev(4, 7), std::invalid_argument);
 }
 
+// Measured, not a published formula (docs/schedules.md): with one slot per F, I and W of a chunk
+// and free P2P, ZBV's step is 6m + p - 1 slots — the same as interleaved_zb at v = 2.
+TEST(VPlacement, ZbvUnitTimeStep) {
+  for (int32_t p : {2, 4, 8})
+    for (int32_t m : {2 * p, 4 * p}) {
+      EXPECT_EQ(simulate_unit_time(schedule_zbv(p, m), Placement::V).makespan, 6 * m + p - 1) << p << " " << m;
+      EXPECT_EQ(simulate_unit_time(schedule_interleaved_zb(p, 2, m)).makespan, 6 * m + p - 1) << p << " " << m;
+    }
+}
+
 }  // namespace
 }  // namespace ppstream
