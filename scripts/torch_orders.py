@@ -10,7 +10,11 @@ It builds each schedule class of torch.distributed.pipelining.schedules with sta
 `pipeline_order` — per PP rank one string of its compute actions in order, bubbles (None)
 dropped, in torch's own action notation STAGE TYPE MICROBATCH ("2F0" = forward of microbatch 0
 on stage 2), type F (forward), B (full backward), I (input-gradient backward), W
-(weight-gradient backward). Output: tests/data/torch_orders/orders.json with
+(weight-gradient backward). DualPipeV's OVERLAP_F_B actions are written as their sub-actions in
+order (an F, then a B): torch's runtime runs them that way unless a custom overlap function is
+registered. The V schedules (ZBV, DualPipeV) get stages r and 2p-1-r per rank (vpp 2 only).
+The single-stage classes (GPipe, 1F1B) build `pipeline_order` from `_get_pipeline_order()` in
+torch >= 2.9; REDUCE_GRAD and other non-compute actions are dropped. Output: tests/data/torch_orders/orders.json with
 {"torch_version", "schedules": {name: [{"pp", "vpp", "microbatches", "order": [[...], ...]}]}}.
 Grid points torch rejects are recorded with "error" instead of "order".
 Test: tests/cpp/schedule/torch_orders_test.cpp.
@@ -23,8 +27,16 @@ import sys
 
 TORCH = "torch==2.13.0"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Our schedule name → torch class; multi-stage classes only (they expose pipeline_order).
-SCHEDULES = {"interleaved_1f1b": "ScheduleInterleaved1F1B", "interleaved_zb": "ScheduleInterleavedZeroBubble"}
+# Our schedule name → (torch class, kind): "single" (one stage per rank), "loop" (stage c*p + r),
+# "v" (stages r and 2p-1-r, vpp 2).
+SCHEDULES = {
+    "gpipe": ("ScheduleGPipe", "single"),
+    "1f1b": ("Schedule1F1B", "single"),
+    "interleaved_1f1b": ("ScheduleInterleaved1F1B", "loop"),
+    "interleaved_zb": ("ScheduleInterleavedZeroBubble", "loop"),
+    "zbv": ("ScheduleZBVZeroBubble", "v"),
+    "dualpipev": ("ScheduleDualPipeV", "v"),
+}
 TYPES = {"F": "F", "B": "B", "I": "I", "W": "W"}
 
 
@@ -64,25 +76,29 @@ def stages_of(rank, pp, vpp, v_placement):
     return [Stage(i, n, pp, rank) for i in idx]
 
 
-def order_of(cls, pp, vpp, m, v_placement=False):
-    sched = cls(stages_of(0, pp, vpp, v_placement), m)
-    out = []
-    for r in range(pp):
-        acts = []
-        for a in sched.pipeline_order[r]:
-            if a is None:
-                continue
-            t = a.computation_type.value  # "F", "B", "I", "W", or a communication action
-            if t not in TYPES:
-                continue  # communication / unshard actions are not compute
-            acts.append(f"{a.stage_index}{t}{a.microbatch_index}")
-        out.append(" ".join(acts))
-    return out
+def compute_actions(a):
+    """A torch action as our compute actions: OVERLAP_F_B → its sub-actions in order."""
+    if a is None:
+        return []
+    t = a.computation_type.value  # "F", "B", "I", "W", "OVERLAP_F_B", or a communication action
+    if t == "OVERLAP_F_B":
+        return [x for sub in a.sub_actions for x in compute_actions(sub)]
+    if t not in TYPES:
+        return []  # communication / unshard / reduce actions are not compute
+    return [f"{a.stage_index}{t}{a.microbatch_index}"]
 
 
-def grid():
+def order_of(cls, kind, pp, vpp, m):
+    if kind == "single":
+        sched = cls(Stage(0, pp, pp, 0), m)
+    else:
+        sched = cls(stages_of(0, pp, vpp, kind == "v"), m)
+    return [" ".join(x for a in sched.pipeline_order[r] for x in compute_actions(a)) for r in range(pp)]
+
+
+def grid(kind):
     for pp in range(2, 9):
-        for vpp in (2, 3, 4):
+        for vpp in (1,) if kind == "single" else (2,) if kind == "v" else (2, 3, 4):
             for m in sorted({1, 2, 3, pp - 1, pp, pp + 1, 2 * pp, 2 * pp + 1, 2 * pp + 2, 3 * pp, 4 * pp}):
                 if m >= 1:
                     yield pp, vpp, m
@@ -93,13 +109,13 @@ def generate(out_path):
     from torch.distributed.pipelining import schedules as S
 
     data = {"torch_version": torch.__version__, "generator": "scripts/torch_orders.py", "schedules": {}}
-    for name, cls_name in SCHEDULES.items():
+    for name, (cls_name, kind) in SCHEDULES.items():
         cls = getattr(S, cls_name)
         rows = []
-        for pp, vpp, m in grid():
+        for pp, vpp, m in grid(kind):
             row = {"pp": pp, "vpp": vpp, "microbatches": m}
             try:
-                row["order"] = order_of(cls, pp, vpp, m)
+                row["order"] = order_of(cls, kind, pp, vpp, m)
             except (ValueError, AssertionError, RuntimeError) as e:
                 row["error"] = str(e).splitlines()[0]
             rows.append(row)

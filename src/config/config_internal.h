@@ -57,8 +57,9 @@ void check_sizes(const PipelineConfig& cfg, const Locator& loc);
 std::vector<LayerRange> parse_layer_string_at(const std::string& text, const std::string& key,
                                               const std::string& where);
 // stage_layers from one string per PP rank (rank r's i-th range is stage i*pp + r).
+// Rank r's i-th range is stage_of_chunk(r, i) under `placement` (stage order on the rank).
 std::vector<LayerRange> stage_layers_from_strings(const std::vector<std::string>& strings, int32_t pp,
-                                                  int32_t vpp, const Locator& loc);
+                                                  int32_t vpp, Placement placement, const Locator& loc);
 // Even split: the first num_layers % stages stages get one extra layer.
 std::vector<LayerRange> even_split(int32_t num_layers, int32_t stages);
 // Checks that stage_layers tile 0..num_layers-1 in stage order (each layer in exactly one stage).

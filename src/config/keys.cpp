@@ -95,7 +95,8 @@ using Setter = std::function<void(PipelineConfig&, const Ctx&, const YAML::Node&
 const std::vector<std::pair<std::string, Setter>>& key_table() {
   static const ScheduleKind kSchedules[] = {ScheduleKind::GPIPE, ScheduleKind::ONE_F_ONE_B,
                                             ScheduleKind::INTERLEAVED_1F1B, ScheduleKind::ZB_H1,
-                                            ScheduleKind::INTERLEAVED_ZB};
+                                            ScheduleKind::INTERLEAVED_ZB, ScheduleKind::ZBV,
+                                            ScheduleKind::DUALPIPEV};
   static const P2PTransport kTransports[] = {P2PTransport::PLAIN, P2PTransport::BATCH,
                                              P2PTransport::MULTI_STREAM};
   static const DPMode kModes[] = {DPMode::NONE, DPMode::FSDP, DPMode::HSDP};

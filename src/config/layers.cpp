@@ -74,7 +74,7 @@ std::vector<LayerRange> parse_layer_string_at(const std::string& text, const std
 }
 
 std::vector<LayerRange> stage_layers_from_strings(const std::vector<std::string>& strings, int32_t pp,
-                                                  int32_t vpp, const Locator& loc) {
+                                                  int32_t vpp, Placement placement, const Locator& loc) {
   if (strings.size() != static_cast<size_t>(pp))
     fail(loc.of(kLayersKey),
          std::string(kLayersKey) + " has " + std::to_string(strings.size()) +
@@ -89,9 +89,11 @@ std::vector<LayerRange> stage_layers_from_strings(const std::vector<std::string>
       fail(where, key + "=\"" + strings[r] + "\": " + std::to_string(ranges.size()) +
                       (ranges.size() == 1 ? " range" : " ranges") +
                       " but pipeline_parallel_interleave_num=" + std::to_string(vpp) +
-                      "; give one range per virtual chunk, comma-separated (rank r's i-th range is "
-                      "stage i*pipeline_parallel_size + r)");
-    for (size_t i = 0; i < ranges.size(); ++i) stages[i * static_cast<size_t>(pp) + r] = ranges[i];
+                      "; give one range per virtual chunk, comma-separated, in stage order (rank r's i-th range is " +
+                      (placement == Placement::V ? std::string("stage r, then stage 2*pipeline_parallel_size-1-r, for V schedules)")
+                                                 : std::string("stage i*pipeline_parallel_size + r)")));
+    for (size_t i = 0; i < ranges.size(); ++i)
+      stages[static_cast<size_t>(stage_of_chunk(static_cast<int32_t>(r), static_cast<int32_t>(i), pp, placement).v)] = ranges[i];
   }
   return stages;
 }
@@ -111,20 +113,22 @@ std::vector<LayerRange> even_split(int32_t num_layers, int32_t stages) {
 void check_tiling(const PipelineConfig& cfg, const Locator& loc, int32_t num_layers) {
   const auto& st = cfg.stage_layers;
   const int32_t pp = cfg.pipeline_parallel_size;
+  const Placement pl = cfg.placement();
+  const auto rank_of = [&](size_t s) { return static_cast<size_t>(pp_rank_of_stage(Stage{static_cast<int32_t>(s)}, pp, pl)); };
   const bool from_strings = !cfg.layers_per_stage.empty();
   // Messages name the layer string of the stage's PP rank when there is one.
   auto where_of = [&](size_t s) {
-    return from_strings ? loc.of(layer_string_key(s % static_cast<size_t>(pp)), {kLayersKey})
+    return from_strings ? loc.of(layer_string_key(rank_of(s)), {kLayersKey})
                         : loc.of("num_layers");
   };
   auto ctx_of = [&](size_t s) {
-    const size_t r = s % static_cast<size_t>(pp);
+    const size_t r = rank_of(s);
     if (from_strings && r < cfg.layers_per_stage.size())
       return layer_string_key(r) + "=\"" + cfg.layers_per_stage[r] + "\": ";
     return std::string("stage_layers: ");
   };
   auto stage_desc = [&](size_t s) {
-    return "stage " + std::to_string(s) + " (rank " + std::to_string(s % static_cast<size_t>(pp)) +
+    return "stage " + std::to_string(s) + " (rank " + std::to_string(rank_of(s)) +
            " chunk " + std::to_string(s / static_cast<size_t>(pp)) + ", layers " +
            range_text(st[s]) + ")";
   };

@@ -27,7 +27,7 @@ void resolve_and_validate(PipelineConfig& cfg, const Locator& loc) {
   }
   if (!cfg.layers_per_stage.empty()) {
     cfg.stage_layers = stage_layers_from_strings(cfg.layers_per_stage, cfg.pipeline_parallel_size,
-                                                 cfg.pipeline_parallel_interleave_num, loc);
+                                                 cfg.pipeline_parallel_interleave_num, cfg.placement(), loc);
     if (!given("num_layers")) {
       int32_t covered = 0;
       for (const auto& r : cfg.stage_layers) covered = std::max(covered, r.last + 1);

@@ -5,8 +5,8 @@
 
 namespace ppstream {
 namespace {
-constexpr std::array<const char*, 5> kScheduleNames = {"gpipe", "1f1b", "interleaved_1f1b", "zb_h1",
-                                                       "interleaved_zb"};
+constexpr std::array<const char*, 7> kScheduleNames = {"gpipe", "1f1b", "interleaved_1f1b", "zb_h1",
+                                                       "interleaved_zb", "zbv", "dualpipev"};
 constexpr std::array<const char*, 3> kTransportNames = {"plain", "batch", "multi_stream"};
 }  // namespace
 
@@ -33,7 +33,7 @@ const std::vector<std::string>& extra_section_names() {
 
 World PipelineConfig::world(bool expanded) const {
   return World{pipeline_parallel_size, pipeline_parallel_interleave_num, shard_size, replicate_size,
-               expanded};
+               expanded, placement()};
 }
 
 }  // namespace ppstream

@@ -59,7 +59,17 @@ void check_schedule(const PipelineConfig& cfg, const Locator& loc) {
   const int32_t pp = cfg.pipeline_parallel_size, vpp = cfg.pipeline_parallel_interleave_num;
   const int32_t m = cfg.micro_batch_num;
   const std::string where = loc.of("schedule", {"pipeline_parallel_interleave_num"});
-  if (is_interleaved(cfg.schedule)) {
+  if (is_v_schedule(cfg.schedule)) {
+    const std::string name = to_string(cfg.schedule);
+    if (vpp != 2)
+      fail(where, kv(cfg, "schedule", name) + " places exactly 2 virtual stages on each PP rank (stages r and 2*pipeline_parallel_size-1-r) but pipeline_parallel_interleave_num=" +
+                      num(vpp) + "; set pipeline_parallel_interleave_num: 2, or use schedule interleaved_zb");
+    if (cfg.schedule == ScheduleKind::DUALPIPEV && m < 2 * pp)
+      fail(loc.of("micro_batch_num"),
+           "micro_batch_num=" + num(m) + " is below the " + num(2 * pp) + " stages (2 x pipeline_parallel_size=" + num(pp) +
+               "); dualpipev needs at least as many microbatches as stages (PyTorch ScheduleDualPipeV); use " +
+               num(2 * pp) + " or more, or schedule zbv");
+  } else if (is_interleaved(cfg.schedule)) {
     const std::string name = to_string(cfg.schedule);
     const std::string flat = splits_backward(cfg.schedule) ? "zb_h1" : "1f1b";  // its one-stage sibling
     if (vpp == 1)

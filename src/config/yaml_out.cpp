@@ -5,13 +5,14 @@ namespace ppstream {
 namespace {
 using namespace config_detail;
 
-// One string per PP rank from stage_layers (rank r's i-th range is stage i*pp + r).
+// One string per PP rank from stage_layers (the rank's stages in stage order: ir.h Placement).
 std::vector<std::string> strings_from_stages(const PipelineConfig& cfg) {
   const auto pp = static_cast<size_t>(cfg.pipeline_parallel_size);
+  const Placement pl = cfg.placement();
   std::vector<std::string> out(pp);
   for (size_t s = 0; s < cfg.stage_layers.size(); ++s) {
     const LayerRange& r = cfg.stage_layers[s];
-    std::string& str = out[s % pp];
+    std::string& str = out[static_cast<size_t>(pp_rank_of_stage(Stage{static_cast<int32_t>(s)}, cfg.pipeline_parallel_size, pl))];
     str += (str.empty() ? "" : ",") + std::to_string(r.first) +
            (r.first == r.last ? "" : "-" + std::to_string(r.last));
   }

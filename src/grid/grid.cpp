@@ -43,8 +43,10 @@ std::vector<PipelineConfig> grid_configs(const GridOptions& o) {
       std::vector<ScheduleKind> schedules;
       if (vpp > 1) schedules = {ScheduleKind::INTERLEAVED_1F1B, ScheduleKind::INTERLEAVED_ZB};
       else schedules = {ScheduleKind::ONE_F_ONE_B, ScheduleKind::GPIPE, ScheduleKind::ZB_H1};
+      if (vpp == 2) schedules.insert(schedules.end(), {ScheduleKind::ZBV, ScheduleKind::DUALPIPEV});  // V placement
       for (int32_t m : mbs)
         for (ScheduleKind sched : schedules)
+          if (sched != ScheduleKind::DUALPIPEV || m >= 2 * pp)  // DualPipeV: m >= stages (config rule)
           for (P2PTransport t : {P2PTransport::PLAIN, P2PTransport::BATCH, P2PTransport::MULTI_STREAM})
             // overlap_b_f does not change the lowering (tests/cpp/sim/overlap_never_slower_test.cpp
             // proves the programs equal), so only overlap_p2p is varied here.

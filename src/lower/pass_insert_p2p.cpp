@@ -144,7 +144,11 @@ ProgramSet insert_p2p(const ProgramSet& in, const PipelineConfig& cfg) {
   const int32_t pp = cfg.pipeline_parallel_size;
   const int32_t S = cfg.num_stages();
   ProgramSet out = in;
-  auto rank_of = [&](int32_t stage) { return stage % pp; };
+  const Placement pl = cfg.placement();
+  // Stage → PP rank (ir.h Placement). A transfer between two stages of one rank (V placement:
+  // stages pp-1 and pp on the last rank) gets no SEND/RECV: the consumer follows its producer on
+  // the same compute stream, so program order carries the dependency.
+  auto rank_of = [&](int32_t stage) { return pp_rank_of_stage(Stage{stage}, pp, pl); };
 
   // Units: one compute each (overlap_b_f moves receives only, below).
   ComputeOrder order(out.programs.size());
@@ -160,7 +164,7 @@ ProgramSet insert_p2p(const ProgramSet& in, const PipelineConfig& cfg) {
       order[pi].push_back({i.op != OpKind::F, i.mb, i.stage, part});
     }
   }
-  const UnitTimeline times = simulate_unit_time(order, {});
+  const UnitTimeline times = simulate_unit_time(order, {}, pl);
   // Time each compute's output becomes visible (end of its unit) and each unit's start slot.
   std::map<TransferId, int64_t> produced;  // keyed like transfers: (backward, mb, producer stage)
   std::vector<std::vector<int64_t>> unit_start(out.programs.size());

@@ -238,11 +238,16 @@ ProgramSet read_program_set(const json& root, const std::string& origin) {
 
   ProgramSet set;
   const json& wj = rd.member(root, "world", top);
-  rd.expect_object(wj, "world", {"pp", "vpp", "shard", "replicate", "expanded"});
+  rd.expect_object(wj, "world", {"pp", "vpp", "shard", "replicate", "expanded", "placement"});
   set.world.pp = rd.get_int(wj, "pp", "world", 1);
   set.world.vpp = rd.get_int(wj, "vpp", "world", 1);
   set.world.shard = rd.get_int(wj, "shard", "world", 1);
   set.world.replicate = rd.get_int(wj, "replicate", "world", 1);
+  if (wj.contains("placement")) {  // optional; absent = loop
+    const auto pl = parse_placement(rd.get_string(wj, "placement", "world"));
+    if (!pl) rd.fail("world.placement", "\"loop\" or \"v\"", &wj.at("placement"));
+    set.world.placement = *pl;
+  }
   if (auto e = world_size_error(set.world)) throw ParseError(origin + ": world: " + *e);
   const json& exp = rd.member(wj, "expanded", "world");
   if (!exp.is_boolean()) rd.fail("world.expanded", "true or false", &exp);
@@ -292,6 +297,7 @@ std::string to_json(const ProgramSet& set, int indent) {
   const World& w = set.world;
   j["world"] = ojson{{"pp", w.pp}, {"vpp", w.vpp}, {"shard", w.shard}, {"replicate", w.replicate},
                      {"expanded", w.expanded}};
+  if (w.placement != Placement::LOOP) j["world"]["placement"] = to_string(w.placement);
   j["mode"] = to_string(set.mode);
   j["policy"] = to_string(set.policy);
   ojson programs = ojson::array();

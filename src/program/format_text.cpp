@@ -94,6 +94,10 @@ std::string to_text_header(const ProgramSet& set) {
   append_int(out, " vpp=", w.vpp);
   append_int(out, " shard=", w.shard);
   append_int(out, " replicate=", w.replicate);
+  if (w.placement != Placement::LOOP) {  // written only when not the default (older texts stay valid)
+    out += " placement=";
+    out += to_string(w.placement);
+  }
   out += w.expanded ? " expanded=1" : " expanded=0";
   out += " mode=";
   out += to_string(set.mode);

@@ -76,6 +76,9 @@ std::optional<std::string> world_size_error(const World& w) {
   if (w.pp < 1 || w.vpp < 1 || w.shard < 1 || w.replicate < 1)
     return "world pp=" + std::to_string(w.pp) + " vpp=" + std::to_string(w.vpp) + " shard=" +
            std::to_string(w.shard) + " replicate=" + std::to_string(w.replicate) + ": every size must be >= 1";
+  if (w.placement == Placement::V && w.vpp != 2)
+    return "world pp=" + std::to_string(w.pp) + " vpp=" + std::to_string(w.vpp) +
+           " placement=v: V placement holds exactly 2 virtual stages per rank (stages r and 2pp-1-r)";
   const int64_t stages = int64_t{w.pp} * w.vpp;
   if (stages > kMaxStages)
     return "world pp=" + std::to_string(w.pp) + " vpp=" + std::to_string(w.vpp) + ": " + std::to_string(stages) +
@@ -86,6 +89,21 @@ std::optional<std::string> world_size_error(const World& w) {
   if (ranks > kMaxRank)
     return "world pp=" + std::to_string(w.pp) + " shard=" + std::to_string(w.shard) + " replicate=" +
            std::to_string(w.replicate) + ": more than " + std::to_string(kMaxRank) + " ranks; rank ids must fit in int32";
+  return std::nullopt;
+}
+
+std::vector<Stage> local_stages(int32_t pp_rank, const World& w) {
+  std::vector<Stage> out;
+  out.reserve(static_cast<size_t>(w.vpp));
+  for (int32_t c = 0; c < w.vpp; ++c) out.push_back(stage_of_chunk(pp_rank, c, w.pp, w.placement));
+  return out;
+}
+
+const char* to_string(Placement p) { return p == Placement::V ? "v" : "loop"; }
+
+std::optional<Placement> parse_placement(const std::string& s) {
+  if (s == "loop") return Placement::LOOP;
+  if (s == "v") return Placement::V;
   return std::nullopt;
 }
 

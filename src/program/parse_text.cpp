@@ -200,6 +200,12 @@ void parse_header(LineScanner& sc, ProgramSet& set) {
   w.vpp = header_int(sc, "vpp");
   w.shard = header_int(sc, "shard");
   w.replicate = header_int(sc, "replicate");
+  if (sc.peek_token().substr(0, 10) == "placement=") {  // optional; absent = loop
+    std::string_view pl = header_value(sc, "placement", "placement=loop|v");
+    auto parsed = parse_placement(std::string(pl));
+    if (!parsed) sc.fail("placement=loop|v", "placement=" + std::string(pl));
+    w.placement = *parsed;
+  }
   if (auto e = world_size_error(w)) sc.fail_with(*e);
   std::string_view exp = header_value(sc, "expanded", "expanded=0|1");
   if (exp != "0" && exp != "1") sc.fail("expanded=0|1", "expanded=" + std::string(exp));

@@ -15,6 +15,7 @@
 #include "ppstream/config/config.h"
 #include "ppstream/lower/lower.h"
 #include "ppstream/program/format.h"
+#include "ppstream/sim/overlap_check.h"
 #include "ppstream/sim/simulate.h"
 #include "ppstream/verify/verify.h"
 
@@ -150,6 +151,27 @@ void bind_sim_analyze(py::module_& m) {
 
 // to_text, to_json and dp_group: program forms and the HSDP group formula
 void bind_formats(py::module_& m) {
+  m.def(
+      "overlap_never_slower",
+      [](int32_t max_pp, int32_t max_vpp, int32_t max_microbatches, double tolerance) {
+        GridOptions o;
+        o.max_pp = max_pp;
+        o.max_vpp = max_vpp;
+        o.max_microbatches = max_microbatches;
+        sim::OverlapCheck res;
+        {
+          py::gil_scoped_release release;
+          res = sim::check_overlap_never_slower(o, tolerance);
+        }
+        py::dict d;
+        d["configs"] = res.configs;
+        d["comparisons"] = res.comparisons;
+        d["regressions"] = res.regressions;
+        return d;
+      },
+      py::arg("max_pp") = 8, py::arg("max_vpp") = 4, py::arg("max_microbatches") = 32, py::arg("tolerance") = 0.005,
+      "The overlap-never-slower check (include/ppstream/sim/overlap_check.h) over the verify grid\n"
+      "(defaults: the whole `ppstream verify --grid`): {'configs', 'comparisons', 'regressions'}.");
   m.def(
       "to_text", [](const std::string& programs_json) { return to_text(parse_json(programs_json)); },
       py::arg("programs_json"), "Canonical text form of a ProgramSet JSON.");

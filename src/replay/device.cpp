@@ -94,7 +94,7 @@ void Device::execute(int32_t k) {
   switch (in.op) {
     case OpKind::F:
     case OpKind::B:
-    case OpKind::I:
+    case OpKind::I:  // split backward: priced by the cost model (cost.backward_input_fraction)
     case OpKind::W:
     case OpKind::RESHARD:
     case OpKind::OPT_STEP: compute(k); return;

@@ -20,6 +20,8 @@ ComputeOrder make_schedule(const PipelineConfig& cfg) {
     case ScheduleKind::INTERLEAVED_1F1B: return schedule_interleaved_1f1b(p, v, m);
     case ScheduleKind::ZB_H1: return schedule_zb_h1(p, m);
     case ScheduleKind::INTERLEAVED_ZB: return schedule_interleaved_zb(p, v, m);
+    case ScheduleKind::ZBV: return schedule_zbv(p, m);
+    case ScheduleKind::DUALPIPEV: return schedule_dualpipev(p, m);
   }
   throw ConfigError("config: unknown schedule kind " + std::to_string(static_cast<int>(cfg.schedule)));
 }

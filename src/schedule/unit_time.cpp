@@ -42,7 +42,7 @@ std::vector<RoleKey> deps_of(const ComputeAction& a, int32_t stages) {
   return deps;
 }
 
-void check_placement(const ComputeOrder& order) {
+void check_placement(const ComputeOrder& order, Placement pl) {
   const auto pp = static_cast<int32_t>(order.size());
   std::map<Key, size_t> seen;
   for (size_t r = 0; r < order.size(); ++r) {
@@ -51,9 +51,13 @@ void check_placement(const ComputeOrder& order) {
       std::string where = "order[r" + std::to_string(r) + "][" + std::to_string(i) + "] = " + to_string(a);
       if (a.mb.v < 0 || a.stage.v < 0)
         throw std::invalid_argument("unit-time simulation: " + where + " has a negative microbatch or stage");
-      if (a.stage.v % pp != static_cast<int32_t>(r))
+      if (pl == Placement::V && a.stage.v >= 2 * pp)
         throw std::invalid_argument("unit-time simulation: " + where + " runs stage " + std::to_string(a.stage.v) +
-                                    ", which lives on PP rank " + std::to_string(a.stage.v % pp) + " (stage % pp)");
+                                    ", but V placement has 2pp = " + std::to_string(2 * pp) + " stages");
+      if (const int32_t home = pp_rank_of_stage(a.stage, pp, pl); home != static_cast<int32_t>(r))
+        throw std::invalid_argument("unit-time simulation: " + where + " runs stage " + std::to_string(a.stage.v) +
+                                    ", which lives on PP rank " + std::to_string(home) + " (" +
+                                    (pl == Placement::V ? "V placement: stages r and 2pp-1-r" : "stage % pp") + ")");
       if (!seen.emplace(key_of(a), r).second)
         throw std::invalid_argument("unit-time simulation: " + where + " appears more than once");
     }
@@ -62,10 +66,10 @@ void check_placement(const ComputeOrder& order) {
 
 }  // namespace
 
-UnitTimeline simulate_unit_time(const ComputeOrder& order) { return simulate_unit_time(order, {}); }
+UnitTimeline simulate_unit_time(const ComputeOrder& order, Placement pl) { return simulate_unit_time(order, {}, pl); }
 
-UnitTimeline simulate_unit_time(const ComputeOrder& order, const std::vector<std::vector<bool>>& fuse_next) {
-  check_placement(order);
+UnitTimeline simulate_unit_time(const ComputeOrder& order, const std::vector<std::vector<bool>>& fuse_next, Placement pl) {
+  check_placement(order, pl);
   const int32_t stages = num_stages(order);
   auto fused = [&](size_t r, size_t i) {
     return r < fuse_next.size() && i < fuse_next[r].size() && fuse_next[r][i] && i + 1 < order[r].size();
@@ -123,21 +127,21 @@ UnitTimeline simulate_unit_time(const ComputeOrder& order, const std::vector<std
   return tl;
 }
 
-std::vector<int64_t> idle_slots(const ComputeOrder& order) {
-  const UnitTimeline tl = simulate_unit_time(order);
+std::vector<int64_t> idle_slots(const ComputeOrder& order, Placement pl) {
+  const UnitTimeline tl = simulate_unit_time(order, pl);
   std::vector<int64_t> idle;
   for (const auto& actions : order) idle.push_back(tl.makespan - static_cast<int64_t>(actions.size()));
   return idle;
 }
 
-double bubble_ratio_unit(const ComputeOrder& order, int32_t vpp) {
+double bubble_ratio_unit(const ComputeOrder& order, int32_t vpp, Placement pl) {
   const auto pp = static_cast<int32_t>(order.size());
   const int32_t stages = num_stages(order);
   if (vpp < 1 || stages != pp * vpp)
     throw std::invalid_argument("bubble_ratio_unit: vpp=" + std::to_string(vpp) + " but the order has " +
                                 std::to_string(stages) + " stages on " + std::to_string(pp) +
                                 " ranks (expected pp*vpp stages)");
-  const std::vector<int64_t> idle = idle_slots(order);
+  const std::vector<int64_t> idle = idle_slots(order, pl);
   int64_t busy = 0;
   for (const auto& actions : order) busy += static_cast<int64_t>(actions.size());
   if (busy == 0) throw std::invalid_argument("bubble_ratio_unit: the order has no actions");
@@ -145,8 +149,8 @@ double bubble_ratio_unit(const ComputeOrder& order, int32_t vpp) {
   return static_cast<double>(total_idle) / static_cast<double>(busy);
 }
 
-std::string format_grid(const ComputeOrder& order) {
-  const UnitTimeline tl = simulate_unit_time(order);
+std::string format_grid(const ComputeOrder& order, Placement pl) {
+  const UnitTimeline tl = simulate_unit_time(order, pl);
   const auto slots = static_cast<size_t>(tl.makespan);
   std::vector<std::vector<std::string>> cells(order.size(), std::vector<std::string>(slots, "."));
   size_t width = std::to_string(slots == 0 ? 0 : slots - 1).size();

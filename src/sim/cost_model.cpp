@@ -114,7 +114,8 @@ SimCostModel::SimCostModel(const ProgramSet& set, const PipelineConfig& cfg, Cos
     outside_reduce_ms_.assign(static_cast<size_t>(w.pp), std::vector<double>(static_cast<size_t>(S), 0.0));
     outside_unshard_ms_ = outside_reduce_ms_;
     for (int32_t r = 0; r < w.pp; ++r)
-      for (int32_t s = r; s < S; s += w.pp) {
+      for (const Stage st : local_stages(r, w)) {
+        const int32_t s = st.v;
         outside_reduce_ms_[static_cast<size_t>(r)][static_cast<size_t>(s)] =
             straggler_.slowest_outside_ms(r, CollectiveKind::REDUCE_GRAD, Stage{s});
         outside_unshard_ms_[static_cast<size_t>(r)][static_cast<size_t>(s)] =

@@ -23,7 +23,7 @@ void count_per_stage(const engine::Topology& t, int32_t p, OpKind kind, bool wan
   const Program& prog = t.program(p);
   const World& w = t.set->world;
   std::vector<int32_t> local;  // verify() runs this only on valid ranks: pp_rank < pp, pp * vpp <= 65536
-  for (int64_t c = 0; c < w.vpp; ++c) local.push_back(static_cast<int32_t>(prog.pp_rank + c * w.pp));
+  for (const Stage s : local_stages(prog.pp_rank, w)) local.push_back(s.v);
   std::map<int32_t, int32_t> first;  // stage → first index
   for (size_t k = 0; k < prog.instrs.size(); ++k) {
     const Instr& in = prog.instrs[k];

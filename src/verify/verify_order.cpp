@@ -81,7 +81,7 @@ class RankChecker {
   void happens_before() {
     const World& w = t_.set->world;
     const int32_t last_stage = w.pp * w.vpp - 1;
-    auto local = [&](int32_t s) { return s >= 0 && pp_rank_of_stage(Stage{s}, w.pp) == prog_.pp_rank; };
+    auto local = [&](int32_t s) { return s >= 0 && s <= last_stage && pp_rank_of_stage(Stage{s}, w) == prog_.pp_rank; };
     // activation and input grad, send side: the producing compute precedes the send.
     for (const auto& [key, j] : idx_.batch) {
       const auto& [kind, mb, s] = key;

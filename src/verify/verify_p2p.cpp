@@ -67,7 +67,7 @@ void check_peer(const Topology& t, int32_t prog, int32_t index, const P2POp& op,
   const World& w = t.set->world;
   const Program& p = t.program(prog);
   const int32_t stages = w.pp * w.vpp;
-  if (pp_rank_of_stage(op.stage, w.pp) != p.pp_rank || op.stage.v < 0 || op.stage.v >= stages) {
+  if (op.stage.v < 0 || op.stage.v >= stages || pp_rank_of_stage(op.stage, w) != p.pp_rank) {
     rep.add("p2p-fifo", prog, index,
             fmt::format("{}: {} names stage s{}, which is not a stage of r{} (PP rank {})", rep.op(prog, index),
                         to_text(op), op.stage.v, p.rank.v, p.pp_rank));
@@ -80,7 +80,14 @@ void check_peer(const Topology& t, int32_t prog, int32_t index, const P2POp& op,
                         stages - 1));
     return;
   }
-  const int32_t peer_pp = pp_rank_of_stage(Stage{next}, w.pp);
+  const int32_t peer_pp = pp_rank_of_stage(Stage{next}, w);
+  if (peer_pp == p.pp_rank) {
+    rep.add("p2p-fifo", prog, index,
+            fmt::format("{}: {} goes to stage s{}, which lives on this rank too ({} placement): a local transfer "
+                        "has no P2P op (docs/semantics.md \"Placement\")",
+                        rep.op(prog, index), to_text(op), next, to_string(w.placement)));
+    return;
+  }
   const int32_t want = w.expanded ? peer_pp * w.dp() + p.rank.v % w.dp() : peer_pp;
   if (op.peer.v != want)
     rep.add("p2p-fifo", prog, index,

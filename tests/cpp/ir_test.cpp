@@ -11,7 +11,7 @@ TEST(Ir, OpKindNamesRoundTrip) {
   EXPECT_FALSE(parse_op_kind("FWD").has_value());
 }
 TEST(Ir, StageToRankMapping) {
-  EXPECT_EQ(pp_rank_of_stage(Stage{7}, 4), 3);
+  EXPECT_EQ(pp_rank_of_stage(Stage{7}, 4, Placement::LOOP), 3);
   EXPECT_EQ(chunk_of_stage(Stage{7}, 4), 1);
 }
 TEST(Ir, MirrorOfPairsSendsAndReceivesAcrossStages) {

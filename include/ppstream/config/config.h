@@ -14,13 +14,20 @@
 
 namespace ppstream {
 
-enum class ScheduleKind : uint8_t { GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B, ZB_H1, INTERLEAVED_ZB };
+enum class ScheduleKind : uint8_t { GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B, ZB_H1, INTERLEAVED_ZB, ZBV, DUALPIPEV };
 // Does the schedule split the backward into I (dX) and W (dW)? (zero-bubble family)
-inline bool splits_backward(ScheduleKind k) { return k == ScheduleKind::ZB_H1 || k == ScheduleKind::INTERLEAVED_ZB; }
-// Does it run several virtual stages per rank (stage c*pp + r)?
-inline bool is_interleaved(ScheduleKind k) {
-  return k == ScheduleKind::INTERLEAVED_1F1B || k == ScheduleKind::INTERLEAVED_ZB;
+inline bool splits_backward(ScheduleKind k) {
+  return k == ScheduleKind::ZB_H1 || k == ScheduleKind::INTERLEAVED_ZB || k == ScheduleKind::ZBV ||
+         k == ScheduleKind::DUALPIPEV;
 }
+// Does it run several virtual stages per rank? (Interleaved: stage c*pp + r; V: r and 2pp-1-r.)
+inline bool is_interleaved(ScheduleKind k) {
+  return k == ScheduleKind::INTERLEAVED_1F1B || k == ScheduleKind::INTERLEAVED_ZB || k == ScheduleKind::ZBV ||
+         k == ScheduleKind::DUALPIPEV;
+}
+// The V schedules place rank r's two stages at r and 2pp-1-r (ir.h Placement::V).
+inline bool is_v_schedule(ScheduleKind k) { return k == ScheduleKind::ZBV || k == ScheduleKind::DUALPIPEV; }
+inline Placement placement_of(ScheduleKind k) { return is_v_schedule(k) ? Placement::V : Placement::LOOP; }
 // Rounds of the interleaved schedules (PyTorch ScheduleInterleaved1F1B's rule): max(1, m / pp);
 // the microbatch count must be a multiple of it. Lives here because validation checks it.
 inline int32_t interleaved_rounds(int32_t pp, int32_t microbatches) {
@@ -42,7 +49,8 @@ struct PipelineConfig {
   int32_t micro_batch_num = 1;                   // microbatches per step (m)
   int32_t num_layers = 0;                        // total layers; derived from layer ranges if given
   // Layers of global virtual stage s (size p*v), from pipeline_parallel_layers_per_stage
-  // (one string per PP rank, "a-b,c-d" = chunk 0, chunk 1) or an even split of num_layers.
+  // (one string per PP rank listing its stages in stage order, "a-b,c-d" = chunk 0, chunk 1:
+  // stages r, pp+r, … or, for V schedules, r and 2pp-1-r) or an even split of num_layers.
   std::vector<LayerRange> stage_layers;
   // pipeline_parallel_layers_per_stage as given (one string per PP rank); empty: even split of
   // num_layers (the first num_layers % (p*v) stages get one extra layer).
@@ -76,6 +84,11 @@ struct PipelineConfig {
   int32_t active_stage_limit() const {
     return max_active_stages > 0 ? max_active_stages : pipeline_parallel_interleave_num;
   }
+  // Where the stages live: placement_of(schedule); LOOP while a V schedule has vpp != 2 (which
+  // validate rejects), so layer messages still make sense before that error.
+  Placement placement() const {
+    return pipeline_parallel_interleave_num == 2 ? placement_of(schedule) : Placement::LOOP;
+  }
   World world(bool expanded) const;
 };
 
@@ -108,7 +121,8 @@ void validate(const PipelineConfig& cfg);
 // Parses one PP rank's layer string "0-5,24-29" into one range per chunk; throws ConfigError.
 std::vector<LayerRange> parse_layer_string(const std::string& text, const std::string& key);
 
-// Value spellings: gpipe | 1f1b | interleaved_1f1b and plain | batch | multi_stream.
+// Value spellings: gpipe | 1f1b | interleaved_1f1b | zb_h1 | interleaved_zb | zbv | dualpipev
+// and plain | batch | multi_stream.
 const char* to_string(ScheduleKind k);
 const char* to_string(P2PTransport t);
 std::optional<ScheduleKind> parse_schedule_kind(const std::string& s);

@@ -21,7 +21,7 @@ namespace ppstream {
     auto operator<=>(const Name&) const = default;                             \
   };
 PPSTREAM_STRONG_INDEX(Rank)        // global rank id as printed `r3`
-PPSTREAM_STRONG_INDEX(Stage)       // global virtual stage id `s7` (chunk c of PP rank r is c*pp + r)
+PPSTREAM_STRONG_INDEX(Stage)       // global virtual stage id `s7` (which PP rank holds it: Placement)
 PPSTREAM_STRONG_INDEX(Microbatch)  // microbatch id `mb15`
 #undef PPSTREAM_STRONG_INDEX
 
@@ -66,6 +66,15 @@ struct Instr {
   bool operator==(const Instr&) const = default;
 };
 
+// Where the virtual stages live (the one stage → PP rank map; every consumer calls the helpers
+// below). LOOP: chunk c of PP rank r is stage c*pp + r (interleaved 1F1B, Narayanan et al.
+// SC'21). V: vpp == 2 and PP rank r holds stages r and 2pp-1-r (ZBV / DualPipeV, Qi et al. 2024
+// "Pipeline Parallelism with Controllable Memory"): the chain runs down the ranks and back up, so
+// stages pp-1 and pp are both on the last rank and the transfer between them is local (no P2P:
+// a direct dependency in program order on the compute stream, as between any two stages of one
+// rank; docs/semantics.md "Placement").
+enum class Placement : uint8_t { LOOP, V };
+
 // The world a program set describes. A compiled set holds either one pipeline replica
 // (ranks = PP ranks 0..pp-1, HSDP peers outside the set) or the whole expanded world
 // (rank = pp_rank * dp + dp_index, dp_index = replicate_index * shard + shard_index).
@@ -80,6 +89,7 @@ struct World {
   int32_t shard = 1;       // shard group size (1: no sharding)
   int32_t replicate = 1;   // replicate group size
   bool expanded = false;   // true: every DP rank is in the set
+  Placement placement = Placement::LOOP;  // V requires vpp == 2 (world_size_error)
   auto operator<=>(const World&) const = default;
   int32_t dp() const { return shard * replicate; }
 
@@ -130,9 +140,20 @@ struct ProgramSet {
   bool operator==(const ProgramSet&) const = default;
 };
 
-// Helpers shared by every consumer (one definition of the mapping).
-inline int32_t pp_rank_of_stage(Stage s, int32_t pp) { return s.v % pp; }
+// The stage → PP rank map (one definition; see Placement). Stages in [0, pp*vpp).
+inline int32_t pp_rank_of_stage(Stage s, int32_t pp, Placement pl) {
+  return pl == Placement::V && s.v >= pp ? 2 * pp - 1 - s.v : s.v % pp;
+}
+inline int32_t pp_rank_of_stage(Stage s, const World& w) { return pp_rank_of_stage(s, w.pp, w.placement); }
+// Chunk c of a rank: its c-th stage in stage order (the order of its layer string).
 inline int32_t chunk_of_stage(Stage s, int32_t pp) { return s.v / pp; }
+inline Stage stage_of_chunk(int32_t pp_rank, int32_t chunk, int32_t pp, Placement pl) {
+  return Stage{pl == Placement::V && chunk == 1 ? 2 * pp - 1 - pp_rank : chunk * pp + pp_rank};
+}
+// The stages PP rank `pp_rank` holds, in stage order (chunk order).
+std::vector<Stage> local_stages(int32_t pp_rank, const World& w);
+const char* to_string(Placement p);                            // "loop" | "v"
+std::optional<Placement> parse_placement(const std::string& s);
 const char* to_string(OpKind k);
 const char* to_string(P2PKind k);
 const char* to_string(ReducePolicy p);
@@ -149,7 +170,7 @@ bool is_send(P2PKind k);
 // definition of P2P pairing (engine, verifier, lowering, simulator metrics, analyzer).
 P2POp mirror_of(const P2POp& op, Rank self);
 bool is_forward(P2PKind k);
-// The sizes a World may have (the config's limits): every size >= 1, pp * vpp <= 65536 virtual
+// The sizes a World may have (the config's limits): every size >= 1, vpp == 2 for V placement, pp * vpp <= 65536 virtual
 // stages, and pp * shard * replicate ranks numbered in int32 (dp() and rank ids never overflow).
 // Returns what is wrong, e.g. "world pp=2 shard=65536 replicate=65536: 8589934592 ranks; ...",
 // or nullopt when the sizes are usable.

@@ -53,6 +53,19 @@ ComputeOrder schedule_interleaved_zb(int32_t pp, int32_t vpp, int32_t microbatch
 // the W of a microbatch after r further I's (the deferred W's fill 1F1B's cool-down bubble).
 // Uniform F = I = W, free P2P, m >= pp: step = (3m + pp - 1) units (tests/cpp/schedule).
 ComputeOrder schedule_zb_h1(int32_t pp, int32_t microbatches);
+// ZBV (PyTorch ScheduleZBVZeroBubble; Qi et al. 2024 "Pipeline Parallelism with Controllable
+// Memory", the V-shaped zero-bubble schedule): V placement (rank r runs stages r and 2pp-1-r,
+// ir.h Placement::V), every backward split into I and W. Rank r: warm-up 2(pp-r)-1 forwards of
+// stage r, r pairs (F of stage 2pp-1-r, F of stage r), pp-r triples F/I/W on stage 2pp-1-r; steady
+// F/I/W on stage r then on 2pp-1-r; cool-down I's with the W's they defer. Built for
+// max(2pp-1, m) microbatches, then the actions of microbatches >= m dropped (as PyTorch).
+ComputeOrder schedule_zbv(int32_t pp, int32_t microbatches);
+// DualPipeV (DeepSeek-V3 technical report §3.2.1, the V-shaped half of DualPipe; PyTorch
+// ScheduleDualPipeV): V placement; the steady phase runs overlapped forward/backward pairs of
+// the two chunks (PyTorch's OVERLAP_F_B, written here as its F followed by its fused B), the
+// cool-down switches from B to I (+ deferred W) half-way through. Requires microbatches >= 2pp
+// (PyTorch's rule: at least as many microbatches as stages).
+ComputeOrder schedule_dualpipev(int32_t pp, int32_t microbatches);
 // Dispatch on cfg.schedule. Throws ConfigError when gpipe/1f1b get pipeline_parallel_interleave_num > 1.
 ComputeOrder make_schedule(const PipelineConfig& cfg);
 
@@ -68,25 +81,27 @@ struct UnitTimeline {
   std::vector<std::vector<int64_t>> slot;  // slot[r][i]: the slot in which order[r][i] runs
   int64_t makespan = 0;                    // slots until the last action of any rank finished
 };
-// Throws std::invalid_argument when an action runs on the wrong rank (stage % pp != r), appears
+// `pl`: where the stages live (ir.h Placement; V for zbv / dualpipev). Throws
+// std::invalid_argument when an action runs on the wrong rank (pp_rank_of_stage != r), appears
 // twice, or the order cannot complete (the message lists every blocked rank and what it waits for).
-UnitTimeline simulate_unit_time(const ComputeOrder& order);
+UnitTimeline simulate_unit_time(const ComputeOrder& order, Placement pl = Placement::LOOP);
 // The same with fused groups: fuse_next[r][i] makes order[r][i] and order[r][i+1] one group
 // (overlap_b_f's B+F pair) that starts when both actions' dependencies are met and whose
 // outputs are visible only after its last slot (ranks missing from fuse_next fuse nothing).
-UnitTimeline simulate_unit_time(const ComputeOrder& order, const std::vector<std::vector<bool>>& fuse_next);
+UnitTimeline simulate_unit_time(const ComputeOrder& order, const std::vector<std::vector<bool>>& fuse_next,
+                                Placement pl = Placement::LOOP);
 // idle[r] = makespan - (actions of rank r): the slots rank r does no compute within the step.
-std::vector<int64_t> idle_slots(const ComputeOrder& order);
+std::vector<int64_t> idle_slots(const ComputeOrder& order, Placement pl = Placement::LOOP);
 // Bubble ratio as Narayanan et al. (SC'21, §2.2) define it: bubble time / ideal compute time
 // = sum of idle slots / sum of busy slots over all ranks. Expected values (F = B = 1 slot):
 // 1F1B and GPipe (p-1)/m; Megatron interleaved (p-1)/(v*m). As a fraction of the whole step
 // the 1F1B value is (p-1)/(m+p-1) = idle / makespan. `vpp` must match the order
 // (S == pp*vpp, else std::invalid_argument).
-double bubble_ratio_unit(const ComputeOrder& order, int32_t vpp);
+double bubble_ratio_unit(const ComputeOrder& order, int32_t vpp, Placement pl = Placement::LOOP);
 
 // Grid view of simulate_unit_time: a header row of slot numbers, then one row per rank
 // ("r0 0F0 1F0 .   0B0 …"), cells "3F1" or "." for idle, left-aligned to a common width,
 // trailing blanks trimmed — the view torch's validation errors print.
-std::string format_grid(const ComputeOrder& order);
+std::string format_grid(const ComputeOrder& order, Placement pl = Placement::LOOP);
 
 }  // namespace ppstream

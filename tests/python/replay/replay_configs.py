@@ -59,4 +59,6 @@ CONFIGS = {
     "interleaved-fsdp-straggler": dict(schedule="interleaved_1f1b", vpp=2, straggler=TAIL, transport="multi_stream"),
     "1f1b-ddp-replicate": dict(mode="hsdp", shard=1, replicate=2),
     "gpipe-hsdp-straggler": dict(schedule="gpipe", straggler=TAIL, **HSDP),
+    # Split backward (I, W) and V placement (rank r holds stages r and 3-r; s1 -> s2 is local).
+    "zbv-fsdp-batch": dict(schedule="zbv", vpp=2),
 }
