@@ -225,3 +225,43 @@ def test_recompute_option_reruns_each_forward_with_the_same_result(tmp_path, cor
         assert rt.forward_runs() == {s: 2 * LAYOUTS["pp2_vpp2_fsdp_async"]["mbs"] for s in rt.stages}
     ref = baseline(_config(tmp_path, "pp2_vpp2_fsdp_async"), corpus)[0][0]
     np.testing.assert_allclose(losses[0], ref, rtol=1e-6)
+
+
+def test_mindspore_cannot_split_the_backward_without_recomputing_the_forward():
+    """Why `ppstream train` refuses zero-bubble schedules (docs/runtime.md, "Split backward").
+
+    On MindSpore 2.10 PyNative, the input-gradient pass (GradOperation(get_all)) runs on the
+    recorded forward, but it consumes that graph: a later weight-gradient pass
+    (GradOperation(get_by_list)) on the same inputs re-runs the forward (and the dX chain with it),
+    so W would cost a forward plus a full backward instead of the weight GEMMs only. If a MindSpore
+    upgrade keeps the graph for a second pass, this test fails: then I / W can be run for real.
+    """
+    import mindspore as ms
+    from mindspore import nn, ops, Tensor
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    runs = {"forward": 0}
+
+    class Stage(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Dense(8, 8), nn.Dense(8, 8)
+
+        def construct(self, x):
+            runs["forward"] += 1
+            return self.b(ops.tanh(self.a(x)))
+
+    rng = np.random.default_rng(0)
+    net = Stage()
+    net.set_grad(True)
+    x = Tensor(rng.standard_normal((4, 8)).astype(np.float32))
+    sens = Tensor(rng.standard_normal((4, 8)).astype(np.float32))
+    net(x)
+    dx = ops.GradOperation(get_all=True, sens_param=True)(net)(x, sens)
+    assert runs["forward"] == 1  # I ran on the recorded graph
+    dw = ops.GradOperation(get_by_list=True, sens_param=True)(net, net.trainable_params())(x, sens)
+    assert runs["forward"] == 2  # W had to run the forward again
+    fused = ops.GradOperation(get_all=True, get_by_list=True, sens_param=True)(net, net.trainable_params())(x, sens)
+    np.testing.assert_array_equal(dx[0].asnumpy(), fused[0][0].asnumpy())
+    for a, b in zip(dw, fused[1]):
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
