@@ -46,7 +46,7 @@ std::vector<StageBackward> stage_backwards(const Program& p) {
   for (size_t k = 0; k < p.instrs.size(); ++k) {
     const Instr& in = p.instrs[k];
     if (!has_role(in.op, Role::INPUT_GRAD) && !has_role(in.op, Role::WEIGHT_GRAD)) continue;
-    auto [it, fresh] = by_stage.try_emplace(in.stage.v, StageBackward{in.stage});
+    auto [it, fresh] = by_stage.try_emplace(in.stage.v, StageBackward{in.stage, 0, 0, std::nullopt});
     if (has_role(in.op, Role::WEIGHT_GRAD)) it->second.last_weight_grad = static_cast<int32_t>(k);
     if (has_role(in.op, Role::INPUT_GRAD)) it->second.last_input_grad = static_cast<int32_t>(k);
   }
