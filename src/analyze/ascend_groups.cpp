@@ -109,7 +109,7 @@ void read_profiler_metadata(const std::string& path, TraceSet& set) {
     }
     std::sort(pg.global_ranks.begin(), pg.global_ranks.end());
     const auto same = std::find_if(set.parallel_groups.begin(), set.parallel_groups.end(),
-                                   [&](const ParallelGroup& x) { return x.id == id; });
+                                   [&pg](const ParallelGroup& x) { return x.id == pg.id; });  // clang 14: no capture of bindings
     if (same == set.parallel_groups.end()) {
       set.parallel_groups.push_back(std::move(pg));
     } else if (same->global_ranks != pg.global_ranks) {
