@@ -251,7 +251,9 @@ SimMetrics compute_metrics(const ProgramSet& set, const EngineResult& run, const
     overlap_total += rm.reduce_overlap_ms;
     m.reduce_exposed_ms = std::max(m.reduce_exposed_ms, rm.reduce_exposed_ms);
     m.ideal_compute_ms = std::max(m.ideal_compute_ms, rm.compute_busy_ms);
-    m.bubble_ratio += m.step_time_ms > 0 ? (m.step_time_ms - rm.compute_busy_ms) / m.step_time_ms : 0.0;
+    // Clamped: a fully busy rank's summed durations may exceed the step by a rounding error, and
+    // the analyzer refuses a trace whose own bubble_ratio lies outside [0, 1].
+    if (m.step_time_ms > 0) m.bubble_ratio += std::clamp((m.step_time_ms - rm.compute_busy_ms) / m.step_time_ms, 0.0, 1.0);
     m.ranks.push_back(std::move(rm));
   }
   if (!m.ranks.empty()) m.bubble_ratio /= static_cast<double>(m.ranks.size());
