@@ -62,10 +62,17 @@ struct ProgramIndex {
   explicit ProgramIndex(const Program& prog) {
     prev_on_stream.assign(prog.instrs.size(), -1);
     std::unordered_map<std::string_view, int32_t> last;
+    record.reserve(prog.instrs.size() / 4);
+    decltype(last)::value_type* run = nullptr;  // the previous instruction's stream entry
     for (size_t k = 0; k < prog.instrs.size(); ++k) {
       const Instr& i = prog.instrs[k];
-      auto [it, fresh] = last.emplace(i.stream, static_cast<int32_t>(k));
-      if (!fresh) prev_on_stream[k] = std::exchange(it->second, static_cast<int32_t>(k));
+      if (run && run->first == i.stream) {  // a run on one stream: no hash lookup
+        prev_on_stream[k] = std::exchange(run->second, static_cast<int32_t>(k));
+      } else {
+        auto [it, fresh] = last.emplace(i.stream, static_cast<int32_t>(k));
+        if (!fresh) prev_on_stream[k] = std::exchange(it->second, static_cast<int32_t>(k));
+        run = &*it;
+      }
       if (i.op == OpKind::RECORD) record.emplace(i.event, k);
       for (const P2POp& op : i.p2p) batch_of_op.emplace_back(op, k);
     }
