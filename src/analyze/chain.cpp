@@ -33,7 +33,10 @@ struct SliceRef {
 
 class Walker {
  public:
-  Walker(const TraceSet& set, const P2PPairs& pairs, int64_t origin) : set_(set), pairs_(pairs), origin_(origin) {
+  // Times are relative to `origin` moved back by the largest clock shift, so that a peer's time
+  // shifted onto the waiter's clock never precedes it (analyze.h ChainLink::at_ms).
+  Walker(const TraceSet& set, const P2PPairs& pairs, int64_t origin)
+      : set_(set), pairs_(pairs), origin_(origin), shift_ms_(pairs.max_clock_shift_ms()) {
     tol_ = tolerance(set);
   }
 
@@ -43,7 +46,7 @@ class Walker {
     c.rank = wait.tl->rank;
     c.stream = stream_name(wait);
     c.wait_ms = ms(w.dur_ns);
-    c.at_ms = ms(w.start_ns - origin_);
+    c.at_ms = at_ms(w.start_ns);
     const std::string& ev = set_.strings.str(w.event);
     link(c, wait, fmt::format("{} waited {:.3f} ms{}", c.stream, c.wait_ms,
                               ev.empty() ? "" : fmt::format(" for event {}", ev)),
@@ -58,7 +61,7 @@ class Walker {
 
   void link(WaitChain& c, SliceRef r, std::string reason, int64_t delay_ns, int64_t offset = 0) {
     c.links.push_back(ChainLink{r.tl->rank, stream_name(r), set_.strings.str(r.s().name),
-                                std::move(reason), ms(r.s().start_ns + offset - origin_),
+                                std::move(reason), at_ms(r.s().start_ns + offset),
                                 ms(delay_ns)});
   }
 
@@ -99,7 +102,7 @@ class Walker {
     if (!rel || !seen.insert({rel->tl, rel->index}).second) {
       c.links.push_back(ChainLink{waiting.tl->rank, stream_name(waiting), "",
                                   "no slice on another stream ends with it: cause not in the trace",
-                                  ms(w.end_ns() - origin_), 0});
+                                  at_ms(w.end_ns()), 0});
       return;
     }
     const Slice& s = rel->s();
@@ -229,7 +232,7 @@ class Walker {
     if (!rel || !seen.insert({rel->tl, rel->index}).second) {
       c.links.push_back(ChainLink{ptl.rank, stream_name(*send), "",
                                   "host issued the send late; nothing in the trace explains it",
-                                  ms(snd.start_ns - origin_), 0});
+                                  at_ms(snd.start_ns), 0});
       return;
     }
     const Slice& s = rel->s();
@@ -259,6 +262,8 @@ class Walker {
   const TraceSet& set_;
   const P2PPairs& pairs_;
   int64_t origin_;
+  double shift_ms_;
+  double at_ms(int64_t t_ns) const { return ms(t_ns - origin_) + shift_ms_; }
   int64_t tol_;
 };
 

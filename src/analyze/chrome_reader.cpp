@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <map>
 
 #include "chrome_events.h"
@@ -13,6 +15,25 @@
 
 namespace ppstream::analyze::detail {
 namespace {
+
+// Our traces' own metrics object (the producer's figures, which the report echoes): every number
+// in it is finite, each `*ratio*` lies in [0, 1] and each `*_ms` is >= 0, as the simulator writes
+// them. Anything else is a damaged file, reported with the key, never passed on as a figure.
+void check_producer_metrics(const std::string& path, const nlohmann::json& j, const std::string& at,
+                            const std::string& key) {
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) check_producer_metrics(path, v, at + "." + k, k);
+  } else if (j.is_array()) {
+    for (size_t n = 0; n < j.size(); ++n) check_producer_metrics(path, j[n], fmt::format("{}[{}]", at, n), key);
+  } else if (j.is_number()) {
+    const double x = j.get<double>();
+    const char* expected = !std::isfinite(x)                                         ? "a finite number"
+                           : key.find("ratio") != std::string::npos && (x < 0 || x > 1) ? "a ratio in [0, 1]"
+                           : key.ends_with("_ms") && x < 0                             ? "a time >= 0 ms"
+                                                                                       : nullptr;
+    if (expected) throw TraceError(fmt::format("{}: {} is {}; expected {}", path, at, j.dump(), expected));
+  }
+}
 
 // Slices waiting for their launch's timestamp (Kineto correlation), by index in the timeline.
 using PendingLaunches = std::vector<std::pair<size_t, int64_t>>;
@@ -161,7 +182,13 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
   bool global = top.ppstream && top.clock == "global" && !ours.empty() && !has_device_slices(vendor);
   set.global_clock = set.chrome_files == 0 ? global : (set.global_clock && global);
   ++set.chrome_files;
-  if (!top.metrics_json.empty()) set.producer_metrics.push_back(top.metrics_json);
+  if (!top.metrics_json.empty()) {
+    // A malformed object (the report leaves it out) is not checked; numbers beyond a double
+    // (1e999) make it malformed for nlohmann too.
+    const auto metrics = nlohmann::json::parse(top.metrics_json, nullptr, false);
+    if (!metrics.is_discarded()) check_producer_metrics(path, metrics, "otherData.ppstream.metrics", "");
+    set.producer_metrics.push_back(top.metrics_json);
+  }
 
   for (auto& [pid, tl] : ours) {
     tl.rank = Rank(static_cast<int32_t>(pid));

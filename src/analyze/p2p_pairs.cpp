@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "ppstream/program/format.h"
 
@@ -113,6 +114,13 @@ int64_t P2PPairs::clock_shift(Rank from, Rank to, char phase) const {
   if (auto it = offset_.find({from.v, to.v, phase}); it != offset_.end()) return it->second;
   if (auto it = offset_.find({to.v, from.v, phase}); it != offset_.end()) return -it->second;
   return 0;
+}
+
+double P2PPairs::max_clock_shift_ms() const {
+  double m = 0;
+  if (global_) return m;
+  for (const auto& [ch, o] : offset_) m = std::max(m, std::fabs(static_cast<double>(o)) / 1e6);
+  return m;
 }
 
 std::optional<int64_t> P2PPairs::matched_ns(const RankTimeline& tl, size_t slice) const {

@@ -415,7 +415,11 @@ EngineResult engine::run_on_topology(const ProgramSet& set, const Topology& topo
 }
 
 EngineResult run_engine(const ProgramSet& set, const EngineOptions& opts) {
-  const engine::Topology topo = engine::build_topology(set);
+  return engine::run_checked(engine::build_topology(set), opts);
+}
+
+EngineResult engine::run_checked(const Topology& topo, const EngineOptions& opts) {
+  const ProgramSet& set = *topo.set;
   if (!topo.errors.empty()) {
     const auto& e = topo.errors.front();
     const std::string where =

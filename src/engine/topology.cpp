@@ -52,8 +52,12 @@ void index_streams_and_events(const ProgramSet& set, Topology& t) {
     const auto& instrs = set.programs[p].instrs;
     names.clear();
     seen.clear();
-    for (const Instr& in : instrs)
+    std::string_view last_seen;  // runs of one stream skip the hash set
+    for (const Instr& in : instrs) {
+      if (!names.empty() && in.stream == last_seen) continue;
+      last_seen = in.stream;
       if (seen.insert(in.stream).second) names.emplace_back(in.stream);
+    }
     std::sort(names.begin(), names.end());
     if (names.size() > kMaxStreamsPerRank)
       t.errors.push_back({i32(p), kNone,
@@ -66,11 +70,18 @@ void index_streams_and_events(const ProgramSet& set, Topology& t) {
 
     std::vector<int32_t> count(names.size(), 0);
     events.clear();
+    events.reserve(instrs.size() / 2);
     const int32_t ebase = t.event_base.back();
+    std::string_view last_name;
+    uint16_t last_sid = 0;
     for (size_t i = 0; i < instrs.size(); ++i) {
       const Instr& in = instrs[i];
-      const auto sid = static_cast<uint16_t>(
-          std::lower_bound(names.begin(), names.end(), std::string_view(in.stream)) - names.begin());
+      if (i == 0 || in.stream != last_name) {
+        last_name = in.stream;
+        last_sid = static_cast<uint16_t>(
+            std::lower_bound(names.begin(), names.end(), std::string_view(in.stream)) - names.begin());
+      }
+      const uint16_t sid = last_sid;
       t.stream_of.push_back(sid);
       ++count[sid];
       int32_t aux = kNone;
@@ -182,12 +193,14 @@ void form_collectives(const ProgramSet& set, Topology& t, bool ranks_ok) {
       }
     }
   }
-  if (!w.expanded || !ranks_ok) return;
+  if (!w.expanded || world_size_error(w)) return;
   for (size_t p = 0; p < n; ++p) {
+    if (t.rank_error[p]) continue;  // a rank outside the world or out of order: no group
     const int32_t r = set.programs[p].rank.v;
     t.group_of[0][p] = w.group_of(GroupKind::SHARD, r);
     t.group_of[1][p] = w.group_of(GroupKind::REPLICATE, r);
   }
+  if (!ranks_ok) return;  // instances (the engine's) only for a set whose every rank is valid
   for (int kind = 0; kind < 2; ++kind) {
     const auto gk = static_cast<GroupKind>(kind);
     std::vector<char> done(static_cast<size_t>(kind == 0 ? w.pp * w.replicate : w.pp * w.shard), 0);
@@ -279,7 +292,9 @@ Topology build_topology(const ProgramSet& set) {
   check_ranks(set, t);
   const bool ranks_ok = t.errors.empty();
   index_streams_and_events(set, t);
-  t.ranks_valid = t.errors.empty();
+  t.rank_error.assign(set.programs.size(), world_size_error(set.world) ? 1 : 0);
+  for (const StructuralError& e : t.errors)
+    if (e.instr == kNone) t.rank_error[e.prog] = 1;
   pair_p2p(set, t);
   form_collectives(set, t, ranks_ok);
   return t;

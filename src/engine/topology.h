@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppstream/engine/engine.h"
 #include "ppstream/program/ir.h"
 
 namespace ppstream::engine {
@@ -74,9 +75,11 @@ struct CollectiveSlot {
 struct Topology {
   const ProgramSet* set = nullptr;
   std::vector<StructuralError> errors;  // non-empty: the engine must not run the set
-  // false when a rank-level error (world, rank order or range, pp_rank, stream count) is among
-  // `errors`: rank and stage arithmetic over the set is then undefined.
-  bool ranks_valid = true;
+  // Per program: 1 when that program has a rank-level error (rank order or range, pp_rank,
+  // stream count; every program when the world sizes have one). Rank and stage arithmetic on it is undefined, so the verifier's static
+  // rules skip it, and every reference into it (channels, mirrors, groups).
+  std::vector<char> rank_error;
+  bool skip(int32_t prog) const { return rank_error[prog] != 0; }
 
   // Instructions: global id g = instr_base[prog] + index.
   std::vector<int32_t> instr_base;      // size programs+1
@@ -135,5 +138,9 @@ struct Topology {
 // Builds the topology. Bad input lands in `errors`; throws std::invalid_argument only when the
 // set has too many instructions for 32-bit ids (over 2^30).
 Topology build_topology(const ProgramSet& set);
+
+// run_engine on a topology already built for `topo.set` (the simulator builds one per set and
+// shares it with the verifier): throws std::invalid_argument naming the first structural error.
+EngineResult run_checked(const Topology& topo, const EngineOptions& opts);
 
 }  // namespace ppstream::engine

@@ -4,8 +4,7 @@
 
 namespace ppstream::lower {
 
-ProgramSet compute_order(const ProgramSet& in, const PipelineConfig& cfg) {
-  ProgramSet out = in;
+ProgramSet compute_order(ProgramSet out, const PipelineConfig& cfg) {
   out.world = cfg.world(false);
   out.mode = cfg.mode;
   out.policy = cfg.mode == DPMode::NONE ? ReducePolicy::NONE : cfg.reduce_grad;
@@ -19,7 +18,7 @@ ProgramSet compute_order(const ProgramSet& in, const PipelineConfig& cfg) {
     Instr opt;
     opt.op = OpKind::OPT_STEP;
     opt.stream = "compute";
-    p.instrs.push_back(opt);
+    p.instrs.push_back(std::move(opt));
     out.programs.push_back(std::move(p));
   }
   return out;

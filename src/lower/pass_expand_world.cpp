@@ -5,12 +5,13 @@
 
 namespace ppstream::lower {
 
-ProgramSet expand_world(const ProgramSet& in, const PipelineConfig& cfg) {
-  ProgramSet out = in;
+ProgramSet expand_world(ProgramSet out, const PipelineConfig& cfg) {
   out.world = cfg.world(true);
   const int32_t dp = out.world.dp();
+  const std::vector<Program> replica = std::move(out.programs);
   out.programs.clear();
-  for (const Program& base : in.programs) {
+  out.programs.reserve(replica.size() * static_cast<size_t>(dp));
+  for (const Program& base : replica) {
     for (int32_t d = 0; d < dp; ++d) {
       Program p = base;
       p.rank = Rank{base.pp_rank * dp + d};

@@ -13,11 +13,10 @@
 
 namespace ppstream::lower {
 
-ProgramSet fsdp_unshard_reshard(const ProgramSet& in, const PipelineConfig& cfg) {
-  if (!in.sharded()) return in;
+ProgramSet fsdp_unshard_reshard(ProgramSet out, const PipelineConfig& cfg) {
+  if (!out.sharded()) return out;
   const int32_t window = std::max(1, cfg.max_active_stages > 0 ? cfg.max_active_stages
                                                                 : cfg.pipeline_parallel_interleave_num);
-  ProgramSet out = in;
   for (Program& p : out.programs) {
     std::vector<std::pair<int32_t, size_t>> first_use;  // (stage, index), in order of first use
     for (size_t k = 0; k < p.instrs.size(); ++k) {
@@ -37,11 +36,11 @@ ProgramSet fsdp_unshard_reshard(const ProgramSet& in, const PipelineConfig& cfg)
     for (auto [s, k] : first_use) before.emplace(k, make_event(OpKind::WAIT, "compute", stage_event("unsharded", Stage{s})));
 
     std::vector<Instr> result;
+    result.reserve(p.instrs.size() + before.size() + first_use.size());
     for (size_t k = 0; k < p.instrs.size(); ++k) {
       auto [lo, hi] = before.equal_range(k);
-      for (auto it = lo; it != hi; ++it) result.push_back(it->second);
-      const Instr& i = p.instrs[k];
-      result.push_back(i);
+      for (auto it = lo; it != hi; ++it) result.push_back(std::move(it->second));
+      const Instr& i = result.emplace_back(std::move(p.instrs[k]));
       if (i.op == OpKind::REDUCE_GRAD && cfg.reshard_after_backward)
         result.push_back(make_stage_op(OpKind::RESHARD, i.stream, i.stage));
       if (i.op == OpKind::OPT_STEP && !cfg.reshard_after_backward)

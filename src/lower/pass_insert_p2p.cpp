@@ -104,16 +104,26 @@ std::vector<std::vector<std::vector<std::vector<P2POp>>>> mirror_batches(
                                                                : std::vector<std::vector<P2POp>>{ops});
   for (bool changed = true; changed;) {
     changed = false;
-    // Which batch (rank-local running id) holds each transfer on each side.
-    std::map<std::pair<TransferId, int32_t>, int64_t> where;  // (transfer, rank) → batch id
+    // Which batch (rank-local running id) holds each transfer on each side: (transfer, rank) →
+    // batch id, a sorted vector (one allocation, not a node per op); the last entry of a key wins.
+    using Where = std::pair<std::pair<TransferId, int32_t>, int64_t>;
+    std::vector<Where> where;
     for (size_t r = 0; r < b.size(); ++r) {
       int64_t id = 0;
       for (const auto& slot : b[r])
         for (const auto& piece : slot) {
-          for (const P2POp& op : piece) where[{transfer_of(op), static_cast<int32_t>(r)}] = id;
+          for (const P2POp& op : piece) where.push_back({{transfer_of(op), static_cast<int32_t>(r)}, id});
           ++id;
         }
     }
+    std::stable_sort(where.begin(), where.end(), [](const Where& x, const Where& y) { return x.first < y.first; });
+    auto batch_at = [&](const std::pair<TransferId, int32_t>& key) {
+      auto it = std::upper_bound(where.begin(), where.end(), key,
+                                 [](const auto& k, const Where& w) { return k < w.first; });
+      if (it == where.begin() || (it - 1)->first != key)
+        throw std::logic_error("insert-p2p: a transfer has no batch on its peer");
+      return (it - 1)->second;
+    };
     for (size_t r = 0; r < b.size(); ++r)
       for (auto& slot : b[r]) {
         std::vector<std::vector<P2POp>> split;
@@ -121,7 +131,7 @@ std::vector<std::vector<std::vector<std::vector<P2POp>>>> mirror_batches(
           std::map<int32_t, int64_t> peer_batch;  // peer → its batch id within the current run
           split.emplace_back();
           for (const P2POp& op : piece) {
-            const int64_t there = where.at({transfer_of(op), op.peer.v});
+            const int64_t there = batch_at({transfer_of(op), op.peer.v});
             auto it = peer_batch.find(op.peer.v);
             if (it != peer_batch.end() && it->second != there) {
               split.emplace_back();
@@ -140,10 +150,9 @@ std::vector<std::vector<std::vector<std::vector<P2POp>>>> mirror_batches(
 
 }  // namespace
 
-ProgramSet insert_p2p(const ProgramSet& in, const PipelineConfig& cfg) {
+ProgramSet insert_p2p(ProgramSet out, const PipelineConfig& cfg) {
   const int32_t pp = cfg.pipeline_parallel_size;
   const int32_t S = cfg.num_stages();
-  ProgramSet out = in;
   const Placement pl = cfg.placement();
   // Stage → PP rank (ir.h Placement). A transfer between two stages of one rank (V placement:
   // stages pp-1 and pp on the last rank) gets no SEND/RECV: the consumer follows its producer on
@@ -270,6 +279,7 @@ ProgramSet insert_p2p(const ProgramSet& in, const PipelineConfig& cfg) {
   for (size_t pi = 0; pi < out.programs.size(); ++pi) {
     Program& p = out.programs[pi];
     std::vector<Instr> result;
+    result.reserve(p.instrs.size() * 2);
     auto emit = [&](size_t slot) {
       for (const auto& ops : batches[pi][slot]) {
         Instr b;
@@ -283,7 +293,7 @@ ProgramSet insert_p2p(const ProgramSet& in, const PipelineConfig& cfg) {
     size_t u = 0;
     for (size_t k = 0; k < p.instrs.size(); ++k) {
       if (u < us.size() && k == us[u].computes.front()) emit(u);
-      result.push_back(p.instrs[k]);
+      result.push_back(std::move(p.instrs[k]));
       if (u < us.size() && k == us[u].computes.back() && ++u == us.size()) emit(us.size());
     }
     p.instrs = std::move(result);

@@ -32,16 +32,16 @@ const char* recv_event_prefix(P2PKind k) { return k == P2PKind::RECV_F ? "recv_F
 
 }  // namespace
 
-ProgramSet assign_p2p_streams(const ProgramSet& in, const PipelineConfig& cfg) {
+ProgramSet assign_p2p_streams(ProgramSet out, const PipelineConfig& cfg) {
   const int32_t pp = cfg.pipeline_parallel_size;
   const P2PTransport transport = cfg.pipeline_parallel_p2p_transport;
-  ProgramSet out = in;
   for (Program& p : out.programs) {
     std::vector<Instr> result;
     // Receives whose compute-side WAIT goes right before their consumer (overlap_p2p).
     std::map<std::tuple<P2PKind, int32_t, int32_t>, std::string> pending_recv;  // (kind, mb, consumer stage)
     int batch_counter = 0;
-    for (const Instr& i : p.instrs) {
+    result.reserve(p.instrs.size() * 2);
+    for (Instr& i : p.instrs) {
       if (is_compute(i.op)) {
         for (const Need& n : needs_of(i.op, i.mb, i.stage, cfg.num_stages())) {
           if (!n.recv) continue;
@@ -50,11 +50,11 @@ ProgramSet assign_p2p_streams(const ProgramSet& in, const PipelineConfig& cfg) {
           result.push_back(make_event(OpKind::WAIT, "compute", it->second));
           pending_recv.erase(it);
         }
-        result.push_back(i);
+        result.push_back(std::move(i));
         continue;
       }
       if (i.op != OpKind::BATCH) {
-        result.push_back(i);
+        result.push_back(std::move(i));
         continue;
       }
       // Split per transport: plain posts every op on its own.

@@ -18,9 +18,8 @@
 
 namespace ppstream::lower {
 
-ProgramSet place_reductions(const ProgramSet& in, const PipelineConfig& cfg) {
-  if (cfg.mode == DPMode::NONE) return in;
-  ProgramSet out = in;
+ProgramSet place_reductions(ProgramSet out, const PipelineConfig& cfg) {
+  if (cfg.mode == DPMode::NONE) return out;
   for (Program& p : out.programs) {
     // Each local stage's last backward (B, or the split I / W: program/deps.h).
     const std::vector<StageBackward> stages = stage_backwards(p);
@@ -55,14 +54,15 @@ ProgramSet place_reductions(const ProgramSet& in, const PipelineConfig& cfg) {
       drain.push_back(make_event(OpKind::WAIT, "compute", done));
     }
     std::vector<Instr> result;
+    result.reserve(p.instrs.size() + after.size() + drain.size() + sync_tail.size());
     for (size_t k = 0; k < p.instrs.size(); ++k) {
       if (p.instrs[k].op == OpKind::OPT_STEP) {
         result.insert(result.end(), drain.begin(), drain.end());
         result.insert(result.end(), sync_tail.begin(), sync_tail.end());
       }
-      result.push_back(p.instrs[k]);
+      result.push_back(std::move(p.instrs[k]));
       auto [lo, hi] = after.equal_range(k);
-      for (auto it = lo; it != hi; ++it) result.push_back(it->second);
+      for (auto it = lo; it != hi; ++it) result.push_back(std::move(it->second));
     }
     p.instrs = std::move(result);
   }

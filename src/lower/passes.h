@@ -1,4 +1,6 @@
-// The lowering passes, one per file, each a function ProgramSet → ProgramSet (see lower.h).
+// The lowering passes, one per file, each a function ProgramSet → ProgramSet (see lower.h). A
+// pass takes its input by value: compile moves each result into the next pass, which rewrites
+// the programs in place (moving instructions) instead of copying the set.
 #pragma once
 
 #include "ppstream/config/config.h"
@@ -7,21 +9,21 @@
 namespace ppstream::lower {
 
 // F/B of the schedule on `compute` and a final OPT_STEP, one program per PP rank.
-ProgramSet compute_order(const ProgramSet& in, const PipelineConfig& cfg);
+ProgramSet compute_order(ProgramSet in, const PipelineConfig& cfg);
 // One BATCH after each compute unit (a compute, or a B+F pair under overlap_b_f) holding the
 // unit's sends and the next unit's receives; ops ordered by transfer time (unit-time model),
 // so that one-at-a-time execution (cpu-serial) is deadlock-free. Batches sit on `compute`.
-ProgramSet insert_p2p(const ProgramSet& in, const PipelineConfig& cfg);
+ProgramSet insert_p2p(ProgramSet in, const PipelineConfig& cfg);
 // Moves batches to their P2P stream(s) per transport (plain: one op per batch) and adds the
 // events that order them with compute (fwd_out/bwd_out before sends; recv_* or p2p_done after).
-ProgramSet assign_p2p_streams(const ProgramSet& in, const PipelineConfig& cfg);
+ProgramSet assign_p2p_streams(ProgramSet in, const PipelineConfig& cfg);
 // REDUCE_GRAD per managed stage after its last backward: inline (legacy) or async.
-ProgramSet place_reductions(const ProgramSet& in, const PipelineConfig& cfg);
+ProgramSet place_reductions(ProgramSet in, const PipelineConfig& cfg);
 // UNSHARD (fsdp stream, prefetch window max_active_stages) and RESHARD (owned by the reduction
 // when reshard_after_backward, else after OPT_STEP).
-ProgramSet fsdp_unshard_reshard(const ProgramSet& in, const PipelineConfig& cfg);
+ProgramSet fsdp_unshard_reshard(ProgramSet in, const PipelineConfig& cfg);
 // Replicates the per-PP-rank programs to every DP rank (rank = pp_rank*dp + dp_index).
-ProgramSet expand_world(const ProgramSet& in, const PipelineConfig& cfg);
+ProgramSet expand_world(ProgramSet in, const PipelineConfig& cfg);
 
 // Shared helpers.
 Instr make_compute(OpKind op, Microbatch mb, Stage s);  // F, B, I or W on compute

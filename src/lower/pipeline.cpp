@@ -28,7 +28,7 @@ ProgramSet compile(const PipelineConfig& cfg, const LowerOptions& opts) {
   if (opts.expanded) passes.push_back({"expand-world", lower::expand_world});
   ProgramSet set;
   for (size_t n = 0; n < passes.size(); ++n) {
-    set = passes[n].run(set, cfg);
+    set = passes[n].run(std::move(set), cfg);
     if (opts.dump) opts.dump(passes[n].name, set);
     if (!opts.verify_each_pass) continue;
     VerifyOptions vo;

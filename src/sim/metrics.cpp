@@ -51,10 +51,17 @@ struct ProgramIndex {
   explicit ProgramIndex(const Program& prog) {
     prev_on_stream.assign(prog.instrs.size(), -1);
     std::unordered_map<std::string_view, int32_t> last;
+    record.reserve(prog.instrs.size() / 4);
+    decltype(last)::value_type* run = nullptr;  // the previous instruction's stream entry
     for (size_t k = 0; k < prog.instrs.size(); ++k) {
       const Instr& i = prog.instrs[k];
-      auto [it, fresh] = last.emplace(i.stream, static_cast<int32_t>(k));
-      if (!fresh) prev_on_stream[k] = std::exchange(it->second, static_cast<int32_t>(k));
+      if (run && run->first == i.stream) {  // a run on one stream: no hash lookup
+        prev_on_stream[k] = std::exchange(run->second, static_cast<int32_t>(k));
+      } else {
+        auto [it, fresh] = last.emplace(i.stream, static_cast<int32_t>(k));
+        if (!fresh) prev_on_stream[k] = std::exchange(it->second, static_cast<int32_t>(k));
+        run = &*it;
+      }
       if (i.op == OpKind::RECORD) record.emplace(i.event, k);
       for (const P2POp& op : i.p2p) batch_of_op.emplace_back(op, k);
     }
@@ -240,7 +247,9 @@ SimMetrics compute_metrics(const ProgramSet& set, const EngineResult& run, const
     overlap_total += rm.reduce_overlap_ms;
     m.reduce_exposed_ms = std::max(m.reduce_exposed_ms, rm.reduce_exposed_ms);
     m.ideal_compute_ms = std::max(m.ideal_compute_ms, rm.compute_busy_ms);
-    m.bubble_ratio += m.step_time_ms > 0 ? (m.step_time_ms - rm.compute_busy_ms) / m.step_time_ms : 0.0;
+    // Clamped: a fully busy rank's summed durations may exceed the step by a rounding error, and
+    // the analyzer refuses a trace whose own bubble_ratio lies outside [0, 1].
+    if (m.step_time_ms > 0) m.bubble_ratio += std::clamp((m.step_time_ms - rm.compute_busy_ms) / m.step_time_ms, 0.0, 1.0);
     m.ranks.push_back(std::move(rm));
   }
   if (!m.ranks.empty()) m.bubble_ratio /= static_cast<double>(m.ranks.size());

@@ -12,7 +12,8 @@
 #include "ppstream/lower/lower.h"
 #include "ppstream/program/intervals.h"
 #include "ppstream/sim/trace.h"
-#include "ppstream/verify/verify.h"
+#include "engine/topology.h"
+#include "verify/verify_topology.h"
 
 namespace ppstream::sim {
 namespace {
@@ -124,15 +125,20 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
     // (expand-world), too large to verify on every run.
     LowerOptions once;
     once.verify_each_pass = false;
-    ProgramSet set = compile(c, once);
-    require_verified(set, {}, fmt::format("simulate: the {} programs do not verify", to_string(policy)));
+    // One Topology per set, shared by the verifier and the engine runs (built for the set in
+    // place: it points at it).
+    sets.push_back(compile(c, once));
+    engine::Topology topo = engine::build_topology(sets.back());
+    if (auto violations = verify_topology(topo); !violations.empty())
+      throw VerifyError(fmt::format("simulate: the {} programs do not verify", to_string(policy)), std::move(violations));
     if (opts.cluster) {
       LowerOptions lo;
       lo.expanded = true;
       lo.verify_each_pass = false;
-      set = compile(c, lo);
+      topo = engine::Topology{};
+      sets.back() = compile(c, lo);
+      topo = engine::build_topology(sets.back());
     }
-    sets.push_back(std::move(set));
     const ProgramSet& s = sets.back();
     PolicyRun pr;
     pr.policy = policy;
@@ -144,10 +150,10 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
       eo.platform = opts.platform;
       eo.cost = &model;
       const auto t0 = std::chrono::steady_clock::now();
-      EngineResult run = run_engine(s, eo);
+      EngineResult run = engine::run_checked(topo, eo);
       if (run.completed && report.cost.link_sharing != LinkSharing::DEDICATED) {
         model.set_extra_ms(link_extras(s, run, model));
-        run = run_engine(s, eo);
+        run = engine::run_checked(topo, eo);
       }
       const auto t1 = std::chrono::steady_clock::now();
       if (!run.completed)

@@ -6,6 +6,7 @@
 
 #include "ppstream/program/format.h"
 #include "verify/report.h"
+#include "verify/verify_topology.h"
 
 namespace ppstream {
 
@@ -76,15 +77,20 @@ void check_structure(const engine::Topology& topo, Report& rep) {
 }  // namespace verify_detail
 
 std::vector<Violation> verify(const ProgramSet& set, const VerifyOptions& opts) {
+  return verify_topology(engine::build_topology(set), opts);
+}
+
+std::vector<Violation> verify_topology(const engine::Topology& topo, const VerifyOptions& opts) {
   using namespace verify_detail;
+  const ProgramSet& set = *topo.set;
   std::vector<Violation> out;
   Report rep(set, opts, out);
-  const engine::Topology topo = engine::build_topology(set);
   check_structure(topo, rep);
-  // A rank-level structure error (world sizes, a rank outside the world or out of order, a wrong
-  // pp_rank, too many streams) leaves the static rules' rank and stage arithmetic undefined
-  // (e.g. `pp_rank + c * pp` for r2147483647): only `structure` is reported for such a set.
-  if (world_size_error(set.world) || !topo.ranks_valid) return out;
+  // A rank-level structure error (a rank outside the world or out of order, a wrong pp_rank, too
+  // many streams) leaves the static rules' rank and stage arithmetic undefined for that program
+  // (e.g. `pp_rank + c * pp` for r2147483647): the static rules skip it (Topology::skip) and
+  // check the others. World sizes in error: no program's arithmetic is defined.
+  if (world_size_error(set.world)) return out;
   if (topo.errors.empty()) check_deadlock(topo, opts.platforms, rep);
   check_p2p_fifo(topo, rep);
   check_batch_shape(topo, rep);

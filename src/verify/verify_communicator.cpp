@@ -15,6 +15,7 @@ namespace ppstream::verify_detail {
 
 void check_communicator_order(const engine::Topology& t, Report& rep) {
   for (int32_t p = 0; p < t.programs(); ++p) {
+    if (t.skip(p)) continue;
     std::optional<RankClocks> clocks;  // built only for a rank with a cross-stream pair
     const int32_t base = t.instr_base[p];
     for (int kind = 0; kind < 2; ++kind) {

@@ -22,7 +22,7 @@ void count_per_stage(const engine::Topology& t, int32_t p, OpKind kind, bool wan
                      const std::string& why_none, Report& rep) {
   const Program& prog = t.program(p);
   const World& w = t.set->world;
-  std::vector<int32_t> local;  // verify() runs this only on valid ranks: pp_rank < pp, pp * vpp <= 65536
+  std::vector<int32_t> local;  // run only on valid ranks (Topology::skip): pp_rank < pp, pp * vpp <= 65536
   for (const Stage s : local_stages(prog.pp_rank, w)) local.push_back(s.v);
   std::map<int32_t, int32_t> first;  // stage → first index
   for (size_t k = 0; k < prog.instrs.size(); ++k) {
@@ -61,6 +61,7 @@ void check_once(const engine::Topology& t, Report& rep) {
       managed ? fmt::format("the set is not sharded (mode {}, shard {})", to_string(set.mode), set.world.shard)
               : std::string("the set has mode none");
   for (int32_t p = 0; p < t.programs(); ++p) {
+    if (t.skip(p)) continue;
     count_per_stage(t, p, OpKind::REDUCE_GRAD, managed, "reduce-once", "the set has mode none", rep);
     count_per_stage(t, p, OpKind::UNSHARD, set.sharded(), "reshard-once", not_sharded, rep);
     count_per_stage(t, p, OpKind::RESHARD, set.sharded(), "reshard-once", not_sharded, rep);
@@ -70,6 +71,7 @@ void check_once(const engine::Topology& t, Report& rep) {
 void check_drain_count(const engine::Topology& t, Report& rep) {
   const bool managed = t.set->mode != DPMode::NONE;
   for (int32_t p = 0; p < t.programs(); ++p) {
+    if (t.skip(p)) continue;
     const Program& prog = t.program(p);
     int32_t first = kNone;
     for (size_t k = 0; k < prog.instrs.size(); ++k) {

@@ -8,6 +8,7 @@ namespace ppstream::verify_detail {
 
 void check_events(const engine::Topology& t, Report& rep) {
   for (int32_t p = 0; p < t.programs(); ++p) {
+    if (t.skip(p)) continue;
     const auto& instrs = t.program(p).instrs;
     std::vector<int32_t> recorded(static_cast<size_t>(t.event_base[p + 1] - t.event_base[p]), kNone);
     for (size_t i = 0; i < instrs.size(); ++i) {

@@ -99,7 +99,9 @@ void check_peer(const Topology& t, int32_t prog, int32_t index, const P2POp& op,
 
 void check_p2p_fifo(const Topology& t, Report& rep) {
   for (int32_t p = 0; p < t.programs(); ++p) {
+    if (t.skip(p)) continue;
     for (const ChannelList& l : t.channels[p]) {
+      if (t.skip(l.peer_prog)) continue;
       const ChannelList* opposite = nullptr;
       for (const ChannelList& r : t.channels[l.peer_prog])
         if (r.peer_prog == p && r.forward == l.forward && r.send != l.send) opposite = &r;
@@ -114,6 +116,7 @@ void check_p2p_fifo(const Topology& t, Report& rep) {
 
 void check_batch_shape(const Topology& t, Report& rep) {
   for (int32_t p = 0; p < t.programs(); ++p) {
+    if (t.skip(p)) continue;
     const auto& instrs = t.program(p).instrs;
     for (size_t i = 0; i < instrs.size(); ++i) {
       const Instr& in = instrs[i];
@@ -127,7 +130,7 @@ void check_batch_shape(const Topology& t, Report& rep) {
         for (size_t k = 0; k < in.p2p.size(); ++k) {
           if (in.p2p[k].peer != q) continue;
           const int32_t m = t.mirror[first + static_cast<int32_t>(k)];
-          if (m == engine::kNone) continue;
+          if (m == engine::kNone || t.skip(t.prog_of_global(t.op_instr[m]))) continue;
           if (std::find(mirrors.begin(), mirrors.end(), t.op_instr[m]) == mirrors.end())
             mirrors.push_back(t.op_instr[m]);
         }

@@ -26,6 +26,7 @@ struct LastSend {
 void check_send_before_reduce(const engine::Topology& t, Report& rep) {
   if (t.set->policy != ReducePolicy::ASYNC) return;
   for (int32_t p = 0; p < t.programs(); ++p) {
+    if (t.skip(p)) continue;
     const auto& instrs = t.program(p).instrs;
     std::vector<LastSend> sends;  // per stage: the send of its last input grad (program/deps.h)
     for (const StageBackward& sb : stage_backwards(t.program(p)))

@@ -14,7 +14,7 @@ namespace ppstream {
 
 struct Pass {
   std::string name;  // "insert-p2p", "batch-p2p", "fsdp-unshard", "place-reductions", ...
-  std::function<ProgramSet(const ProgramSet&, const PipelineConfig&)> run;
+  std::function<ProgramSet(ProgramSet, const PipelineConfig&)> run;  // input by value: moved along
 };
 
 // The pass list for a configuration, in order (printable with `ppstream compile --passes`).
