@@ -31,16 +31,50 @@ YAML::Node parse_value(const std::string& key, const std::string& value) {
   }
 }
 
+// The key as printable text for a message: other bytes as \xNN, at most 80 characters.
+std::string shown_key(const std::string& key) {
+  std::string out = "'";
+  for (unsigned char c : key.substr(0, 80)) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out + (key.size() > 80 ? "'…" : "'");
+}
+
+// A section key is dot-separated names; anything else (empty parts, control bytes, invalid
+// UTF-8) would be written into the section's YAML text and fail only when that text is read back.
+bool is_name(const std::string& part) {
+  return !part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+}
+
 // Sets section.a.b = value inside the section's YAML text, creating mappings on the way.
 void set_section_value(PipelineConfig& cfg, const std::string& key, const std::string& value) {
   const auto path = split_dots(key);
+  for (const std::string& part : path)
+    if (!is_name(part))
+      fail("", "--set key " + shown_key(key) + ": expected dot-separated names of letters, digits, '_' or '-'");
   const YAML::Node node = parse_value(key, value);
   if (path.size() == 1) {
     cfg.extra_sections[key] = YAML::Dump(node);
     return;
   }
   auto it = cfg.extra_sections.find(path[0]);
-  YAML::Node root = it == cfg.extra_sections.end() ? YAML::Node(YAML::NodeType::Map) : YAML::Load(it->second);
+  YAML::Node root(YAML::NodeType::Map);
+  if (it != cfg.extra_sections.end()) {
+    try {
+      root = YAML::Load(it->second);
+    } catch (const YAML::Exception& e) {  // the section's own text was read with the guard; keep any surprise located
+      fail("", "--set key " + shown_key(key) + ": the " + path[0] + " section cannot be edited (" + e.msg + ")");
+    }
+  }
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   YAML::Node cur = root;
   for (size_t i = 1; i + 1 < path.size(); ++i) {

@@ -49,6 +49,29 @@ TEST(HardenYaml, OverrideValueIsGuarded) {
   }
 }
 
+// Long fuzz run of set_override: a section key with empty parts and non-UTF-8 bytes was written
+// into the section's YAML text; the next override of that section made yaml-cpp throw
+// "bad file" unlocated. Keys are now checked as dot-separated names.
+TEST(HardenYaml, OverrideSectionKeyMustBeNames) {
+  PipelineConfig cfg = load_config_text("pipeline_parallel_size: 2\nnum_layers: 4\nmicro_batch_num: 4\n", "t.yaml");
+  for (const std::string& key : {std::string("model..x"), std::string("model.a\xff\x01"), std::string("model.")}) {
+    try {
+      apply_overrides(cfg, {{key, "4"}});
+      FAIL() << "accepted " << key;
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("expected dot-separated names of letters, digits, '_' or '-'"), std::string::npos) << what;
+    }
+  }
+  try {
+    apply_overrides(cfg, {{"model.a\xff\x01", "4"}});
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("'model.a\\xff\\x01'"), std::string::npos) << e.what();
+  }
+  apply_overrides(cfg, {{"model.hidden_size", "64"}, {"model.moe.top-k", "2"}});
+  EXPECT_NE(cfg.extra_sections.at("model").find("top-k: 2"), std::string::npos) << cfg.extra_sections.at("model");
+}
+
 TEST(HardenYaml, GuardAcceptsWellFormedText) {
   EXPECT_EQ(config_detail::yaml_syntax_error("a: 1\nb: [1, 2]\nc: {d: x}\n"), std::nullopt);
   EXPECT_EQ(config_detail::yaml_syntax_error(""), std::nullopt);
