@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything ppstream needs on Debian 12 (root or sudo): the C++ libraries from
 # Debian's packages, a virtual environment in .venv with the Python requirements, and the
-# project itself (pip install ., which builds ppstream._core and the ppstream executable).
+# project itself (pip install ., which builds ppstream._core and the executables ppstream and,
+# when Open MPI is installed, ppstream-replay, into .venv/bin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -21,14 +21,14 @@ fi
 
 echo "== replay under ThreadSanitizer (docs/replay.md) =="
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPPSTREAM_SANITIZE=thread -DPPSTREAM_TESTS=OFF -DPPSTREAM_BENCH=OFF >/dev/null
-cmake --build build-tsan -j"$JOBS" --target ppstream
+cmake --build build-tsan -j"$JOBS" --target ppstream-replay  # what `ppstream replay` hands over to
 TSAN_TRACES=$(mktemp -d)
 TSAN_OPTIONS="suppressions=$PWD/scripts/tsan-openmpi.supp halt_on_error=1 exitcode=66" \
-  build-tsan/ppstream replay --set pipeline_parallel_size=2 --set num_layers=4 --set micro_batch_num=4 \
+  build-tsan/ppstream-replay --set pipeline_parallel_size=2 --set num_layers=4 --set micro_batch_num=4 \
   --set data_parallel.mode=fsdp --set data_parallel.shard_size=2 --reduce-grad both --timeout 120 \
   --steps 2 --trace "$TSAN_TRACES" >/dev/null
 TSAN_OPTIONS="suppressions=$PWD/scripts/tsan-openmpi.supp halt_on_error=1 exitcode=66" \
-  build-tsan/ppstream replay --set pipeline_parallel_size=2 --set num_layers=4 --set micro_batch_num=4 \
+  build-tsan/ppstream-replay --set pipeline_parallel_size=2 --set num_layers=4 --set micro_batch_num=4 \
   --set data_parallel.mode=hsdp --set data_parallel.shard_size=1 --set data_parallel.replicate_size=2 \
   --compute gemm --gemm-n 16 --timeout 120 >/dev/null
 rm -rf "$TSAN_TRACES"

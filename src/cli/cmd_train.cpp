@@ -4,8 +4,6 @@
 // Interpreter choice: `python3` next to this executable (a virtual environment's bin/, where
 // `pip install .` puts `ppstream`), else `python3` on PATH. The process image is replaced
 // (execv/execvp), so exit codes and signals are the Python launcher's own.
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "beside_self.h"
 #include "commands.h"
 #include "ppstream/config/config.h"
 
@@ -21,25 +20,16 @@ namespace {
 
 // "<dir of /proc/self/exe>/python3" when it exists, else empty (use PATH).
 std::string sibling_python() {
+  const auto candidate = beside_self("python3");
   std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return {};
-  const auto candidate = self.parent_path() / "python3";
-  return std::filesystem::exists(candidate, ec) ? candidate.string() : std::string{};
+  return candidate && std::filesystem::exists(*candidate, ec) ? *candidate : std::string{};
 }
 
 [[noreturn]] void exec_python(const std::vector<std::string>& args) {
   const std::string python = sibling_python();
   std::vector<std::string> argv_s = {python.empty() ? "python3" : python, "-m", "ppstream.mindspore.train"};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  if (python.empty()) {
-    execvp("python3", argv.data());
-  } else {
-    execv(python.c_str(), argv.data());
-  }
+  exec_argv(argv_s, python.empty());
   std::cerr << "ppstream train: cannot start " << argv_s[0] << ": " << std::strerror(errno)
             << " (expected python3 beside ppstream or on PATH, with ppstream and mindspore installed)\n";
   std::exit(127);

@@ -9,8 +9,6 @@ void register_verify(CLI::App& app, int& exit_code);
 void register_simulate(CLI::App& app, int& exit_code);
 void register_analyze(CLI::App& app, int& exit_code);
 void register_train(CLI::App& app, int& exit_code);
-#ifdef PPSTREAM_HAVE_REPLAY
-// replay re-executes its own command line under mpirun, so it keeps argv.
-void register_replay(CLI::App& app, int& exit_code, int argc, char** argv);
-#endif
+// Hands over to the ppstream-replay executable beside this one (src/cli/replay/).
+void register_replay(CLI::App& app, int& exit_code);
 }  // namespace ppstream::cli

@@ -1,8 +1,7 @@
-// `ppstream`: compile, verify, simulate, analyze/diff and train (the last hands over to Python).
-#include <exception>
-#include <iostream>
-
+// `ppstream`: compile, verify, simulate, analyze/diff, replay (hands over to
+// ppstream-replay) and train (hands over to Python).
 #include "commands.h"
+#include "run_app.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"ppstream: pipeline-parallel x HSDP stream programs"};
@@ -13,16 +12,6 @@ int main(int argc, char** argv) {
   ppstream::cli::register_simulate(app, exit_code);
   ppstream::cli::register_analyze(app, exit_code);
   ppstream::cli::register_train(app, exit_code);
-#ifdef PPSTREAM_HAVE_REPLAY
-  ppstream::cli::register_replay(app, exit_code, argc, argv);
-#endif
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const std::exception& e) {
-    std::cerr << "ppstream: " << e.what() << "\n";
-    return 2;
-  }
-  return exit_code;
+  ppstream::cli::register_replay(app, exit_code);
+  return ppstream::cli::run_app(app, argc, argv, exit_code);
 }
