@@ -6,6 +6,15 @@
 
 namespace ppstream {
 
+const char* to_string(Role r) {
+  switch (r) {
+    case Role::FORWARD: return "FORWARD";
+    case Role::INPUT_GRAD: return "INPUT_GRAD";
+    case Role::WEIGHT_GRAD: return "WEIGHT_GRAD";
+  }
+  return "?";
+}
+
 bool is_compute(OpKind k) { return roles_of(k) != 0; }
 
 RoleMask roles_of(OpKind k) {
@@ -39,6 +48,11 @@ std::optional<P2PKind> send_of(OpKind op, Stage s, int32_t num_stages) {
   if (op == OpKind::F) return s.v + 1 < num_stages ? std::optional(P2PKind::SEND_F) : std::nullopt;
   if (has_role(op, Role::INPUT_GRAD)) return s.v > 0 ? std::optional(P2PKind::SEND_B) : std::nullopt;
   return std::nullopt;
+}
+
+Transfer carried_by(const P2POp& op) {
+  const Stage producer = is_send(op.kind) ? op.stage : mirror_of(op, op.peer).stage;
+  return {is_forward(op.kind) ? Role::FORWARD : Role::INPUT_GRAD, op.mb, producer};
 }
 
 std::vector<StageBackward> stage_backwards(const Program& p) {

@@ -3,9 +3,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <optional>
-
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,7 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "ppstream/config/config.h"
+#include "ppstream/engine/engine.h"
 #include "ppstream/lower/lower.h"
+#include "ppstream/program/deps.h"
 #include "ppstream/program/format.h"
 #include "ppstream/sim/overlap_check.h"
 #include "ppstream/sim/simulate.h"
@@ -85,6 +87,20 @@ void bind_compile(py::module_& m) {
       },
       py::arg("yaml_text"), py::arg("expanded") = true, py::arg("platform") = "cpu-serial",
       py::arg("overrides") = std::map<std::string, std::string>{}, "As compile(), from YAML text.");
+  m.def(
+      "platform_profiles",
+      [] {
+        std::vector<std::string> out;
+        const std::string names = platform_names();  // "strict, ascend-mindspore, ..."
+        for (size_t start = 0; start < names.size();) {
+          const size_t sep = names.find(", ", start);
+          out.push_back(names.substr(start, sep == std::string::npos ? std::string::npos : sep - start));
+          start = sep == std::string::npos ? names.size() : sep + 2;
+        }
+        return out;
+      },
+      "The engine's platform profile names (list[str], src/engine/platform.cpp): what `platform` takes,\n"
+      "besides comma lists and 'all'. A Python Platform's `profile` must be one of them.");
 }
 
 // verify and verify_text: programs → violation messages
@@ -198,6 +214,132 @@ void bind_formats(py::module_& m) {
       "Raises ValueError for an unknown kind or a rank outside the world.");
 }
 
+// The dependency model (program/deps.h) for the Python executor: one rule for C++ and Python.
+OpKind op_arg(const std::string& fn, const std::string& op) {
+  const auto k = parse_op_kind(op);
+  if (!k) throw py::value_error(fn + ": op '" + op + "': expected an instruction kind as programs print it (F, B, I, W, BATCH, ...)");
+  return *k;
+}
+
+P2PKind p2p_arg(const std::string& fn, const std::string& kind) {
+  const auto k = parse_p2p_kind(kind);
+  if (!k) throw py::value_error(fn + ": kind '" + kind + "': expected SEND_F, RECV_F, SEND_B or RECV_B");
+  return *k;
+}
+
+void check_stage(const std::string& fn, int32_t mb, int32_t stage, int32_t num_stages) {
+  if (num_stages < 1 || stage < 0 || stage >= num_stages || mb < 0)
+    throw py::value_error(fn + ": mb" + std::to_string(mb) + " s" + std::to_string(stage) + " of " +
+                          std::to_string(num_stages) + " stages: expected num_stages >= 1, 0 <= stage < num_stages, mb >= 0");
+}
+
+py::object optional_name(std::optional<P2PKind> k) { return k ? py::object(py::str(to_string(*k))) : py::object(py::none()); }
+
+py::list role_names(RoleMask m) {
+  py::list out;
+  for (Role r : {Role::FORWARD, Role::INPUT_GRAD, Role::WEIGHT_GRAD})
+    if (m & role_bit(r)) out.append(to_string(r));
+  return out;
+}
+
+// roles_of, needs_of, send_of, carried_by, mirror_of and stage_backwards
+void bind_deps(py::module_& m) {
+  m.def(
+      "roles_of", [](const std::string& op) { return role_names(roles_of(op_arg("roles_of", op))); }, py::arg("op"),
+      "What compute op `op` ('F', 'B', 'I', 'W') fills: list of 'FORWARD' | 'INPUT_GRAD' | 'WEIGHT_GRAD'\n"
+      "(empty for non-compute ops). Raises ValueError for an unknown op.");
+  m.def(
+      "needs_of",
+      [](const std::string& op, int32_t mb, int32_t stage, int32_t num_stages) {
+        const OpKind k = op_arg("needs_of", op);
+        check_stage("needs_of", mb, stage, num_stages);
+        py::list out;
+        for (const Need& n : needs_of(k, Microbatch{mb}, Stage{stage}, num_stages)) {
+          py::dict d;
+          d["buffer"] = n.buffer;
+          d["role"] = to_string(n.role);
+          d["mb"] = n.mb.v;
+          d["stage"] = n.stage.v;
+          d["recv"] = optional_name(n.recv);
+          out.append(d);
+        }
+        return out;
+      },
+      py::arg("op"), py::arg("mb"), py::arg("stage"), py::arg("num_stages"),
+      "The inputs compute op `op` of (mb, stage) needs, in a pipeline of num_stages virtual stages:\n"
+      "list of {'buffer': 'activation' | 'input grad' | 'stash' | 'dX stash', 'role': the producer's role,\n"
+      "'mb', 'stage': the producer's, 'recv': 'RECV_F' | 'RECV_B' when it comes from a neighbouring stage\n"
+      "(possibly on another rank), None for the stage's own stash}. E.g. F mb3 s2 of 4 needs\n"
+      "FORWARD of (3, 1) by RECV_F. Raises ValueError for an unknown op or a stage outside [0, num_stages).");
+  m.def(
+      "send_of",
+      [](const std::string& op, int32_t stage, int32_t num_stages) {
+        const OpKind k = op_arg("send_of", op);
+        check_stage("send_of", 0, stage, num_stages);
+        return optional_name(send_of(k, Stage{stage}, num_stages));
+      },
+      py::arg("op"), py::arg("stage"), py::arg("num_stages"),
+      "The send carrying op's output to the neighbouring stage: 'SEND_F' (F, stage < last), 'SEND_B'\n"
+      "(B / I, stage > 0) or None. Raises ValueError like needs_of.");
+  m.def(
+      "carried_by",
+      [](const std::string& kind, int32_t mb, int32_t stage) {
+        const Transfer t = carried_by(P2POp{p2p_arg("carried_by", kind), Microbatch{mb}, Stage{stage}, Rank{0}});
+        if (mb < 0 || t.producer.v < 0)
+          throw py::value_error("carried_by: " + kind + " mb" + std::to_string(mb) + " s" + std::to_string(stage) +
+                                ": expected mb >= 0 and a producer stage >= 0 (RECV_F needs stage >= 1)");
+        py::dict d;
+        d["role"] = to_string(t.role);
+        d["mb"] = t.mb.v;
+        d["stage"] = t.producer.v;
+        return d;
+      },
+      py::arg("kind"), py::arg("mb"), py::arg("stage"),
+      "What the P2P op `kind mb stage` (stage: the local one, as in programs) carries, named alike on\n"
+      "both ends: {'role', 'mb', 'stage': the producer's}. SEND_F/RECV_F carry FORWARD of (mb, s) /\n"
+      "(mb, s-1), SEND_B/RECV_B INPUT_GRAD of (mb, s) / (mb, s+1). Raises ValueError for an unknown kind,\n"
+      "mb < 0 or a negative producer stage.");
+  m.def(
+      "mirror_of",
+      [](const std::string& kind, int32_t mb, int32_t stage, int32_t peer, int32_t self) {
+        const P2POp o = mirror_of(P2POp{p2p_arg("mirror_of", kind), Microbatch{mb}, Stage{stage}, Rank{peer}}, Rank{self});
+        py::dict d;
+        d["kind"] = to_string(o.kind);
+        d["mb"] = o.mb.v;
+        d["stage"] = o.stage.v;
+        d["peer"] = o.peer.v;
+        return d;
+      },
+      py::arg("kind"), py::arg("mb"), py::arg("stage"), py::arg("peer"), py::arg("self"),
+      "The op matching `kind mb stage <->peer` on rank `self`'s peer, as written there: {'kind', 'mb',\n"
+      "'stage', 'peer' (= self)}; SEND_F mb s ->q pairs with RECV_F mb s+1 <-self. Raises ValueError for\n"
+      "an unknown kind.");
+  m.def(
+      "stage_backwards",
+      [](const std::string& programs_json, int32_t rank) {
+        const ProgramSet set = parse_json(programs_json);
+        const auto it = std::find_if(set.programs.begin(), set.programs.end(),
+                                     [&](const Program& p) { return p.rank.v == rank; });
+        if (it == set.programs.end())
+          throw py::value_error("stage_backwards: rank " + std::to_string(rank) + " has no program in the set");
+        py::list out;
+        for (const StageBackward& sb : stage_backwards(*it)) {
+          py::dict d;
+          d["stage"] = sb.stage.v;
+          d["last_weight_grad"] = sb.last_weight_grad;
+          d["last_input_grad"] = sb.last_input_grad;
+          d["send"] = sb.send ? py::object(py::int_(*sb.send)) : py::object(py::none());
+          out.append(d);
+        }
+        return out;
+      },
+      py::arg("programs_json"), py::arg("rank"),
+      "Each local stage's last backward on `rank` (the reduction's anchors), in stage order: list of\n"
+      "{'stage', 'last_weight_grad': index of the last op filling WEIGHT_GRAD, 'last_input_grad': of the\n"
+      "last filling INPUT_GRAD, 'send': of the first BATCH holding that op's SEND_B, or None (stage 0)}.\n"
+      "Indices into the program's instrs. Raises ParseError for bad JSON, ValueError for a missing rank.");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -210,4 +352,5 @@ PYBIND11_MODULE(_core, m) {
   bind_verify(m);
   bind_sim_analyze(m);
   bind_formats(m);
+  bind_deps(m);
 }

@@ -124,3 +124,14 @@ def test_overrides_apply_together_as_the_cli_set():
     assert [p["rank"] for p in data["programs"]] == [0, 1, 2, 3]
     with pytest.raises(ppstream.ConfigError, match="pipeline_parallel_layers_per_stage"):
         ppstream.compile_text(base, overrides={"pipeline_parallel_size": "4"})
+
+
+def test_platform_profiles_are_the_names_compile_accepts():
+    # the Python platforms' KNOWN_PROFILES come from this list (platform_base.py)
+    profiles = ppstream._core.platform_profiles()
+    text = "pipeline_parallel_size: 2\nmicro_batch_num: 2\nnum_layers: 2\n"
+    with pytest.raises(ValueError) as err:
+        ppstream.compile_text(text, platform="cpu")
+    assert f"expected {', '.join(profiles)} or all" in str(err.value)
+    for p in profiles:
+        assert json.loads(ppstream.compile_text(text, platform=p))["programs"]

@@ -24,6 +24,7 @@ enum class Role : uint8_t {
 using RoleMask = uint8_t;
 inline constexpr RoleMask role_bit(Role r) { return static_cast<RoleMask>(r); }
 
+const char* to_string(Role r);     // "FORWARD", "INPUT_GRAD", "WEIGHT_GRAD"
 bool is_compute(OpKind k);         // F, B, I, W
 RoleMask roles_of(OpKind k);       // 0 for non-compute kinds
 inline bool has_role(OpKind k, Role r) { return (roles_of(k) & role_bit(r)) != 0; }
@@ -45,6 +46,17 @@ std::vector<Need> needs_of(OpKind op, Microbatch mb, Stage s, int32_t num_stages
 // The send that carries a compute op's output to the neighbouring stage, if any: SEND_F for F
 // (s < last), SEND_B for the INPUT_GRAD role (s > 0); W sends nothing.
 std::optional<P2PKind> send_of(OpKind op, Stage s, int32_t num_stages);
+
+// What a P2P op carries, named alike on both ends: the producer's role, microbatch and stage.
+// SEND_F mb s: FORWARD (mb, s); RECV_F mb s: FORWARD (mb, s-1); SEND_B mb s: INPUT_GRAD (mb, s);
+// RECV_B mb s: INPUT_GRAD (mb, s+1) — a receive names its producer through mirror_of.
+struct Transfer {
+  Role role;
+  Microbatch mb;
+  Stage producer;
+  bool operator==(const Transfer&) const = default;
+};
+Transfer carried_by(const P2POp& op);
 
 // A stage's last backward on a rank and the send it feeds (the reduction's anchors): index of
 // the last op filling WEIGHT_GRAD (what the reduction waits for), of the last op filling

@@ -1,11 +1,15 @@
 """Executor: runs one rank's verified stream program, instruction by instruction, on a platform.
 
 Every instruction is issued inside ``platform.stream(instr["stream"])`` after
-``platform.begin_instr``. Buffers are keyed by (microbatch, stage): activations received or
-produced for a stage's forward, output gradients for its backward. A stage whose neighbour
-lives on the same rank (PP 1) hands over directly. No threads: the host issues in program
-order; overlap comes only from device streams. The last stage's losses are summed on the
-device; the host reads the sum once, after the step's ``synchronize``.
+``platform.begin_instr``. What a compute op needs, who produces it and which P2P op carries it
+come from the engine's dependency model (``ppstream._core.needs_of`` / ``send_of`` /
+``carried_by``, include/ppstream/program/deps.h), never from rules of its own: one buffer map
+keyed by the producer's (role, microbatch, stage) holds each stage-boundary tensor from its
+producer (or its RECV) to its consumer (or its SEND). A neighbour on the same rank (PP 1, or
+VPP) therefore hands over directly through the map. The stage's own stash (its recorded
+forward) stays in ``PipelineStage``. No threads: the host issues in program order; overlap
+comes only from device streams. The last stage's losses are summed on the device; the host
+reads the sum once, after the step's ``synchronize``.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from typing import Callable
 
 import mindspore as ms
 
+from ppstream import _core
 from ppstream.mindspore.hsdp import HsdpState
 from ppstream.mindspore.platform_base import P2P, Platform
 from ppstream.mindspore.stage import PipelineStage
@@ -39,16 +44,46 @@ class ActivationSpec:
         self.shape, self.dtype = tuple(shape), dtype
 
 
+Handover = tuple[str, int, int]  # (role, mb, stage) of the producer: "FORWARD", 3, 1 (deps.h Transfer)
+
+
+class ComputePlan:
+    """A compute op's handovers, from the dependency model: the neighbouring stages' outputs it
+    takes (``inputs``) and the key its own output is left under for the next stage (``output``;
+    None when nothing goes on: the last stage's F yields the loss, stage 0's B no gradient)."""
+
+    __slots__ = ("inputs", "output")
+
+    def __init__(self, op: str, mb: int, stage: int, num_stages: int):
+        # needs without a recv are the stage's own stash, which PipelineStage keeps
+        self.inputs = [(n["role"], n["mb"], n["stage"]) for n in _core.needs_of(op, mb, stage, num_stages)
+                       if n["recv"] is not None]
+        send = _core.send_of(op, stage, num_stages)
+        self.output = None if send is None else _handover(_core.carried_by(send, mb, stage))
+
+
+def _handover(t: dict) -> Handover:
+    return (t["role"], t["mb"], t["stage"])
+
+
 class Executor:
 
-    def __init__(self, program: dict, stages: dict[int, PipelineStage], states: dict[int, HsdpState],
-                 platform: Platform, act: ActivationSpec, trace: HostTrace, progress: Progress):
+    def __init__(self, program: dict, num_stages: int, stages: dict[int, PipelineStage],
+                 states: dict[int, HsdpState], platform: Platform, act: ActivationSpec, trace: HostTrace,
+                 progress: Progress):
         self.program, self.stages, self.states, self.platform = program, stages, states, platform
         self.act, self.trace, self.progress = act, trace, progress
-        self.fwd_in: dict[tuple[int, int], ms.Tensor] = {}
-        self.bwd_in: dict[tuple[int, int], ms.Tensor] = {}
-        self.fwd_out: dict[tuple[int, int], ms.Tensor] = {}
-        self.bwd_out: dict[tuple[int, int], ms.Tensor] = {}
+        # per instruction index: the compute op's plan, or each P2P op's handover in a BATCH
+        self.plans: dict[int, ComputePlan] = {}
+        self.transfers: dict[int, list[Handover]] = {}
+        for i, ins in enumerate(program["instrs"]):
+            if _core.roles_of(ins["op"]):  # a compute op (F, B, I, W)
+                self.plans[i] = ComputePlan(ins["op"], ins["mb"], ins["stage"], num_stages)
+            elif ins["op"] == "BATCH":
+                self.transfers[i] = [_handover(_core.carried_by(o["kind"], o["mb"], o["stage"])) for o in ins["p2p"]]
+        # stage-boundary tensors between producer (or RECV) and consumer (or SEND)
+        self.handovers: dict[Handover, ms.Tensor] = {}
+        self.index = -1  # the instruction being issued
         self.loss_sum: ms.Tensor | None = None
         self.batch: Callable[[int], tuple[ms.Tensor, ms.Tensor]] | None = None
         self.no_labels = ms.Tensor(0.0, ms.float32)  # the labels input of a stage without the head
@@ -72,6 +107,7 @@ class Executor:
         text = instr["text"]
         self.progress.write(f"step {step} #{i} {text}")
         self.platform.begin_instr(i, instr)
+        self.index = i
         t0 = self.trace.now_us()
         run = getattr(self, "_op_" + instr["op"], None)
         if run is None:  # e.g. I / W of a zero-bubble schedule: `ppstream train` refuses those before launch
@@ -82,51 +118,51 @@ class Executor:
         self.trace.instr(i, instr, t0, self.trace.now_us())
 
     def _check_drained(self, step: int) -> None:
-        leftovers = [k for d in (self.fwd_in, self.bwd_in, self.fwd_out, self.bwd_out) for k in d]
+        leftovers = list(self.handovers)
         if leftovers or not all(s.idle() for s in self.stages.values()):
             raise RuntimeError(f"r{self.program['rank']} step {step}: buffers left after the program: {leftovers}")
 
     # -- compute ----------------------------------------------------------------------------
+    def _take(self, key: Handover, text: str) -> ms.Tensor:
+        try:
+            return self.handovers.pop(key)
+        except KeyError:
+            raise RuntimeError(f"r{self.program['rank']} #{self.index} {text}: no {key[0]} of mb{key[1]} s{key[2]} "
+                               "(neither produced here nor received before)") from None
+
     def _op_F(self, instr: dict) -> None:
         mb, s = instr["mb"], instr["stage"]
-        st = self.stages[s]
+        plan, st = self.plans[self.index], self.stages[s]
         tokens, labels = self.batch(mb)
-        x = tokens if st.first else self.fwd_in.pop((mb, s))
+        got = [self._take(k, instr["text"]) for k in plan.inputs]
+        x = got[0] if got else tokens  # stage 0 takes nothing from a stage: its input is the data
         out = st.forward(mb, x, labels if st.last else self.no_labels)
-        if st.last:
-            self.loss_sum = out if self.loss_sum is None else self.loss_sum + out  # stays on the device
-        elif s + 1 in self.stages:
-            self.fwd_in[(mb, s + 1)] = out
-        else:
-            self.fwd_out[(mb, s)] = out
+        if plan.output is not None:
+            self.handovers[plan.output] = out
+        else:  # the last stage: its output is the (scaled) loss, which stays on the device
+            self.loss_sum = out if self.loss_sum is None else self.loss_sum + out
 
     def _op_B(self, instr: dict) -> None:
         mb, s = instr["mb"], instr["stage"]
-        st = self.stages[s]
-        dx = st.backward(mb, None if st.last else self.bwd_in.pop((mb, s)))
-        if st.first:
-            return
-        if s - 1 in self.stages:
-            self.bwd_in[(mb, s - 1)] = dx
-        else:
-            self.bwd_out[(mb, s)] = dx
+        plan = self.plans[self.index]
+        got = [self._take(k, instr["text"]) for k in plan.inputs]
+        dy = got[0] if got else None  # the last stage takes nothing from a stage: it starts from its loss
+        dx = self.stages[s].backward(mb, dy)
+        if plan.output is not None:
+            self.handovers[plan.output] = dx
 
     # -- P2P --------------------------------------------------------------------------------
     def _op_BATCH(self, instr: dict) -> None:
         ops, recvs = [], []
-        for op in instr["p2p"]:
-            key = (op["mb"], op["stage"])
-            kind = op["kind"]
-            if kind == "SEND_F":
-                ops.append(P2P(kind, op["peer"], tensor=self.fwd_out.pop(key)))
-            elif kind == "SEND_B":
-                ops.append(P2P(kind, op["peer"], tensor=self.bwd_out.pop(key)))
+        for op, key in zip(instr["p2p"], self.transfers[self.index]):
+            if op["kind"].startswith("SEND"):
+                ops.append(P2P(op["kind"], op["peer"], tensor=self._take(key, instr["text"])))
             else:
-                ops.append(P2P(kind, op["peer"], shape=self.act.shape, dtype=self.act.dtype))
-                recvs.append((kind, key))
+                ops.append(P2P(op["kind"], op["peer"], shape=self.act.shape, dtype=self.act.dtype))
+                recvs.append(key)
         got = self.platform.p2p_batch(ops, "BATCH")
-        for (kind, key), t in zip(recvs, got):
-            (self.fwd_in if kind == "RECV_F" else self.bwd_in)[key] = t
+        for key, t in zip(recvs, got):
+            self.handovers[key] = t
 
     # -- events -----------------------------------------------------------------------------
     def _op_RECORD(self, instr: dict) -> None:

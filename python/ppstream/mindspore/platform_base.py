@@ -21,12 +21,13 @@ import collections
 import contextlib
 from typing import Iterator, Optional
 
+from ppstream import _core
 from ppstream.mindspore.commplan import CommPlan
 from ppstream.mindspore.groups import Group
 from ppstream.mindspore.launch import COMM_STREAM_MODE, COMM_STREAM_PROFILES
 
-# src/engine/platform.cpp
-KNOWN_PROFILES = ("strict", "ascend-mindspore", "cpu-serial", "ascend-mindspore-one-comm-stream")
+# The engine's profile names (src/engine/platform.cpp), so the two lists cannot drift.
+KNOWN_PROFILES = tuple(_core.platform_profiles())
 # The profile a device's platform is verified under (the launcher compiles with it before
 # importing MindSpore; test_executor.py checks it equals each platform class's ``profile``). On
 # Ascend: the profile of the communication-stream mode the launcher sets.

@@ -32,8 +32,8 @@ class RankRuntime:
                              t["micro_batch_size"], cfg.micro_batch_num, topo.dp, t["seed"])
         self.trace = HostTrace(topo.rank, topo.pp_rank)
         shape, dtype = activation_spec(m, t["micro_batch_size"])
-        self.executor = Executor(program, self.stages, self.states, platform, ActivationSpec(shape, dtype),
-                                 self.trace, progress or Progress(None))
+        self.executor = Executor(program, cfg.num_stages, self.stages, self.states, platform,
+                                 ActivationSpec(shape, dtype), self.trace, progress or Progress(None))
 
     def _build_stages(self, mode: str) -> tuple[dict[int, PipelineStage], dict[int, HsdpState]]:
         cfg, topo = self.cfg, self.topo

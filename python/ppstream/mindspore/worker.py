@@ -72,6 +72,7 @@ def peak_rss_mb() -> float:
 
 
 def train_loop(rt, steps: int, profiler, rank: int) -> tuple[list[float], list[float]]:
+    """The per-step loop: runs the steps; returns the losses (ranks with the last stage) and step times (ms)."""
     losses, step_ms = [], []
     for step in range(steps):
         t0 = time.perf_counter()
@@ -85,14 +86,15 @@ def train_loop(rt, steps: int, profiler, rank: int) -> tuple[list[float], list[f
     return losses, step_ms
 
 
-def write_outputs(out_dir: str, rt, platform, losses, step_ms) -> None:
+def write_outputs(out_dir: str, rt, platform, record: bool, losses, step_ms) -> None:
+    """Result writing: params.npz (shard index 0), trace.json, record.json (``--record``), result.json."""
     import numpy as np
     params = rt.full_parameters()
     topo = rt.topo
     if topo.shard_index == 0:
         np.savez(os.path.join(out_dir, "params.npz"), **params)
     rt.trace.write(os.path.join(out_dir, "trace.json"))
-    if hasattr(platform, "dump"):
+    if record:  # choose_platform wrapped the platform in a RecordingPlatform
         platform.dump(os.path.join(out_dir, "record.json"))
     result = {"rank": topo.rank, "pp_rank": topo.pp_rank, "dp_index": topo.dp_index,
               "replicate_index": topo.replicate_index, "shard_index": topo.shard_index, "platform": platform.name,
@@ -103,22 +105,19 @@ def write_outputs(out_dir: str, rt, platform, losses, step_ms) -> None:
         json.dump(result, f, indent=1)
 
 
-def main(run_dir: str) -> int:
-    with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
-        run = json.load(f)
-    from ppstream.mindspore.executor import Progress
+def read_json(run_dir: str, name: str) -> dict:
+    """RUN_DIR/run.json (the launcher's run config) or RUN_DIR/programs.json (the verified programs)."""
+    with open(os.path.join(run_dir, name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def build_rank(run: dict, pset: dict, rank: int, progress):
+    """Platform and world setup: this rank's topology, program and platform (which must be the
+    one the programs were verified under), then its RankRuntime. Returns (runtime, platform)."""
     from ppstream.mindspore.groups import Topology
-    from ppstream.mindspore.profiling import StepProfiler
     from ppstream.mindspore.rank import RankRuntime
     from ppstream.mindspore.runconfig import RunConfig
 
-    rank = init_mindspore(run["device"])
-    progress = Progress(os.path.join(run_dir, "progress", f"rank{rank}.txt"))
-    progress.write("init")
-    out_dir = os.path.join(run_dir, f"rank{rank}")
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(run_dir, "programs.json"), encoding="utf-8") as f:
-        pset = json.load(f)
     w = pset["world"]
     topo = Topology(w["pp"], w["vpp"], w["shard"], w["replicate"], rank)
     program = next(p for p in pset["programs"] if p["rank"] == rank)
@@ -130,10 +129,26 @@ def main(run_dir: str) -> int:
     print(f"[r{rank}] platform {platform.label}; world pp={topo.pp} vpp={topo.vpp} shard={topo.shard} "
           f"replicate={topo.replicate} mode={pset['mode']} policy={pset['policy']}", flush=True)
     rt = RankRuntime(RunConfig.from_json(run["config"]), topo, program, pset["mode"].lower(), platform, progress)
+    return rt, platform
+
+
+def main(run_dir: str) -> int:
+    """One rank, in named steps: read run.json, start MindSpore, build_rank (platform and world),
+    train_loop (the steps), write_outputs (results); progress marks each for the launcher."""
+    from ppstream.mindspore.executor import Progress
+    from ppstream.mindspore.profiling import StepProfiler
+
+    run = read_json(run_dir, "run.json")
+    rank = init_mindspore(run["device"])
+    progress = Progress(os.path.join(run_dir, "progress", f"rank{rank}.txt"))
+    progress.write("init")
+    out_dir = os.path.join(run_dir, f"rank{rank}")
+    os.makedirs(out_dir, exist_ok=True)
+    rt, platform = build_rank(run, read_json(run_dir, "programs.json"), rank, progress)
     profiler = StepProfiler(os.path.join(out_dir, "profile") if run.get("profile") else None, run["steps"], rank)
     losses, step_ms = train_loop(rt, run["steps"], profiler, rank)
     progress.write("final gather")
-    write_outputs(out_dir, rt, platform, losses, step_ms)
+    write_outputs(out_dir, rt, platform, run.get("record", False), losses, step_ms)
     progress.write("done")
     return 0
 

@@ -76,6 +76,23 @@ TEST(SplitBackward, DependencyModel) {
   EXPECT_EQ(sb[0].last_weight_grad, 8);
 }
 
+// Both ends of a P2P transfer name the same producer: r0's SEND_F mb0 s0 and r1's RECV_F mb0 s1
+// carry FORWARD of (mb0, s0); r1's SEND_B mb0 s1 and r0's RECV_B mb0 s0 carry INPUT_GRAD of (mb0, s1).
+TEST(SplitBackward, TransferNamesTheProducerOnBothEnds) {
+  const ProgramSet set = parse_program_set(kSplit);
+  const P2POp& send_f = set.programs[0].instrs[3].p2p[0];
+  const P2POp& recv_b = set.programs[0].instrs[4].p2p[0];
+  const P2POp& recv_f = set.programs[1].instrs[0].p2p[0];
+  const P2POp& send_b = set.programs[1].instrs[7].p2p[0];
+  const Transfer fwd{Role::FORWARD, Microbatch{0}, Stage{0}};
+  const Transfer bwd{Role::INPUT_GRAD, Microbatch{0}, Stage{1}};
+  EXPECT_EQ(carried_by(send_f), fwd);
+  EXPECT_EQ(carried_by(recv_f), fwd);
+  EXPECT_EQ(carried_by(send_b), bwd);
+  EXPECT_EQ(carried_by(recv_b), bwd);
+  EXPECT_STREQ(to_string(Role::INPUT_GRAD), "INPUT_GRAD");
+}
+
 TEST(SplitBackward, VerifierChecksIAndW) {
   EXPECT_TRUE(verify(parse_program_set(kSplit)).empty());
   // W before its I: the dX stash does not exist yet.

@@ -51,6 +51,16 @@ def load_json(path: str):
         return json.load(f)
 
 
+def programs_with_sends(run_dir: str) -> list[tuple[dict, dict[int, int]]]:
+    """Each program of a run's programs.json with {stage: index of the BATCH holding the SEND_B of
+    the stage's last backward} (the engine's stage_backwards; stage 0 has none)."""
+    from ppstream import _core
+    with open(os.path.join(run_dir, "programs.json"), encoding="utf-8") as f:
+        text = f.read()
+    return [(p, {b["stage"]: b["send"] for b in _core.stage_backwards(text, p["rank"]) if b["send"] is not None})
+            for p in json.loads(text)["programs"]]
+
+
 def have_fortunes() -> bool:
     return os.path.isdir(FORTUNES)
 

@@ -13,7 +13,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import have_fortunes, load_json, run_train, write_config
+from conftest import have_fortunes, load_json, programs_with_sends, run_train, write_config
 
 pytestmark = [pytest.mark.multiprocess,
               pytest.mark.skipif(not have_fortunes(), reason="needs /usr/share/games/fortunes (scripts/setup.sh)")]
@@ -138,31 +138,20 @@ def _records(out: str, world: int):
 
 
 def _stream_facts(program: dict, record: list):
-    """Per rank: index of each REDUCE_GRAD s, of the BATCH holding SEND_B of s's last backward,
-    of the last B, of OPT_STEP; and the record entries of step 0."""
+    """Per rank: index of each REDUCE_GRAD s, of the last B, of OPT_STEP; and the record entries of step 0."""
     instrs = program["instrs"]
-    last_b = {}
-    for i, ins in enumerate(instrs):
-        if ins["op"] == "B":
-            last_b[ins["stage"]] = (i, ins["mb"])
-    send_b = {}
-    for i, ins in enumerate(instrs):
-        for op in ins.get("p2p", []):
-            if op["kind"] == "SEND_B" and last_b.get(op["stage"], (0, -1))[1] == op["mb"]:
-                send_b[op["stage"]] = i
     reduce = {ins["stage"]: i for i, ins in enumerate(instrs) if ins["op"] == "REDUCE_GRAD"}
     opt = next(i for i, ins in enumerate(instrs) if ins["op"] == "OPT_STEP")
     last_compute = max(i for i, ins in enumerate(instrs) if ins["op"] in ("F", "B"))
-    return reduce, send_b, opt, last_compute, [e for e in record if e["step"] == 0]
+    return reduce, opt, last_compute, [e for e in record if e["step"] == 0]
 
 
 def test_recording_async_reductions_on_reduce_stream_after_send_b(workdir):
     out = run_layout("hsdp_async", workdir)
-    programs = load_json(os.path.join(out, "programs.json"))["programs"]
     async_seen = 0
-    for prog in programs:
+    for prog, send_b in programs_with_sends(out):
         rec = load_json(os.path.join(out, f"rank{prog['rank']}", "record.json"))
-        reduce, send_b, opt, last_compute, entries = _stream_facts(prog, rec)
+        reduce, opt, last_compute, entries = _stream_facts(prog, rec)
         for s, ri in reduce.items():
             mine = [e for e in entries if e["i"] == ri and e["call"] in ("collective", "comm_wait")]
             assert mine, f"r{prog['rank']}: REDUCE_GRAD s{s} issued no collective"
@@ -181,10 +170,9 @@ def test_recording_async_reductions_on_reduce_stream_after_send_b(workdir):
 
 def test_recording_inline_reductions_on_compute_before_send_b(workdir):
     out = run_layout("hsdp_inline", workdir)
-    programs = load_json(os.path.join(out, "programs.json"))["programs"]
-    for prog in programs:
+    for prog, send_b in programs_with_sends(out):
         rec = load_json(os.path.join(out, f"rank{prog['rank']}", "record.json"))
-        reduce, send_b, _opt, _lc, entries = _stream_facts(prog, rec)
+        reduce, _opt, _lc, entries = _stream_facts(prog, rec)
         assert reduce
         for s, ri in reduce.items():
             mine = [e for e in entries if e["i"] == ri and e["call"] in ("collective", "comm_wait")]

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import have_fortunes, load_json
+from conftest import have_fortunes, programs_with_sends
 
 pytestmark = [pytest.mark.multiprocess,
               pytest.mark.skipif(not have_fortunes(), reason="needs /usr/share/games/fortunes (scripts/setup.sh)")]
@@ -35,16 +35,13 @@ def _slices(run: str, rank: int) -> list[dict]:
 
 
 def send_b_issued_before_reduction_ends(run: str) -> dict[tuple[int, int], bool]:
-    """(rank, stage) → is the BATCH with SEND_B of the stage's last backward issued before the
-    stage's REDUCE_GRAD ends, in the last step (from the runtime's host trace)."""
-    programs = load_json(os.path.join(run, "programs.json"))["programs"]
+    """(rank, stage) → is the BATCH with SEND_B of the stage's last backward (the engine's
+    stage_backwards) issued before the stage's REDUCE_GRAD ends, in the last step (from the
+    runtime's host trace)."""
     out = {}
-    for prog in programs:
+    for prog, send_b in programs_with_sends(run):
         r = prog["rank"]
         instrs = prog["instrs"]
-        last_b = {ins["stage"]: ins["mb"] for ins in instrs if ins["op"] == "B"}
-        send_b = {op["stage"]: i for i, ins in enumerate(instrs) for op in ins.get("p2p", [])
-                  if op["kind"] == "SEND_B" and last_b.get(op["stage"]) == op["mb"]}
         reduce = {ins["stage"]: i for i, ins in enumerate(instrs) if ins["op"] == "REDUCE_GRAD"}
         sl = _slices(run, r)
         last_step_start = max(e["ts"] for e in sl if e["args"].get("kind") == "step")
