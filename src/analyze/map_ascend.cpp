@@ -142,8 +142,7 @@ void add_plane_peers(RankTimeline& tl, const std::vector<size_t>& ops, const std
   }
 }
 
-}  // namespace
-
+// Bytes of `count` elements of an Ascend data_type ("FP32", "BF16", "INT8", …); 0 when unknown.
 uint64_t ascend_bytes(std::optional<int64_t> count, std::string_view t) {
   if (!count || *count <= 0 || *count > (int64_t{1} << 50)) return 0;
   uint64_t size = 0;
@@ -154,8 +153,37 @@ uint64_t ascend_bytes(std::optional<int64_t> count, std::string_view t) {
   return static_cast<uint64_t>(*count) * size;
 }
 
-bool lane_candidate(const RawEvent& ev) {
-  return ev.ph == 'X' && (ev.cat.empty() || ev.args.stream_id || !ev.args.task_type.empty());
+}  // namespace
+
+void add_ascend_scan(ScanSpec& spec) {
+  spec.args.insert(spec.args.end(),
+                   {arg_key("Stream Id", IntArg::STREAM_ID), arg_key("Task Type", StrArg::TASK_TYPE),
+                    arg_key("type", StrArg::OP_TYPE), arg_key("data_type", StrArg::DATA_TYPE),
+                    arg_key("count", IntArg::COUNT), arg_key("src rank", IntArg::SRC_RANK),
+                    arg_key("dst rank", IntArg::DST_RANK)});
+  // torch_npu's host-side categories (its cpu_op / python_function / fwdbwd ranges and
+  // ProfilerStep# markers are PyTorch's, mapped as Kineto's).
+  spec.host_categories.insert(spec.host_categories.end(),
+                              {"enqueue", "dequeue", "async_npu", "HostToDevice", "async_task_queue", "Trace"});
+}
+
+std::optional<LaneEvent> ascend_lane_event(const RawEvent& ev, StringTable& strings) {
+  const auto stream_id = arg(ev, IntArg::STREAM_ID);
+  const std::string_view task_type = arg(ev, StrArg::TASK_TYPE);
+  if (ev.ph != 'X' || !(ev.cat.empty() || stream_id || !task_type.empty())) return std::nullopt;
+  return LaneEvent{ev.index,
+                   ev.offset,
+                   ev.pid.value_or(0),
+                   ev.tid.value_or(0),
+                   ev.ts_ns.value_or(0),
+                   ev.dur_ns.value_or(0),
+                   strings.intern(ev.name),
+                   strings.intern(task_type),
+                   arg(ev, StrArg::OP_TYPE) == "HostCpuOps",
+                   ascend_bytes(arg(ev, IntArg::COUNT), arg(ev, StrArg::DATA_TYPE)),
+                   stream_id,
+                   arg(ev, IntArg::SRC_RANK),
+                   arg(ev, IntArg::DST_RANK)};
 }
 
 void map_ascend_lanes(const std::vector<LaneEvent>& evs, const LaneNames& names, Rank rank, StringTable& strings,
