@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -281,13 +280,6 @@ uint32_t compute_stream(const RankTimeline& tl) {
 }
 
 int64_t tolerance(const TraceSet& set) { return set.global_clock ? 1000 : 20000; }
-
-bool is_reduction(const TraceSet& set, const Slice& s) {
-  if (s.kind != SliceKind::COLLECTIVE) return false;
-  std::string n = set.strings.str(s.name);
-  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  return n.find("reduce") != std::string::npos;
-}
 
 std::optional<size_t> releaser(const RankTimeline& tl, uint32_t not_stream, int64_t begin, int64_t t,
                                int64_t tol) {

@@ -16,10 +16,6 @@ uint32_t compute_stream(const RankTimeline& tl);
 // Matching tolerance in ns: 1 µs on a global clock, 20 µs when clocks are aligned per pair.
 int64_t tolerance(const TraceSet& set);
 
-// A gradient-reduction collective: name holds "reduce" in any case (REDUCE_GRAD, allReduce,
-// ReduceScatter); all-gathers (UNSHARD) are not.
-bool is_reduction(const TraceSet& set, const Slice& s);
-
 // Index of the slice on another stream of `tl` that ended last in [begin, t + tol] (ties within
 // tol: P2P > collective > stream wait > compute): what released a wait ending at `t`.
 std::optional<size_t> releaser(const RankTimeline& tl, uint32_t not_stream, int64_t begin, int64_t t,

@@ -50,6 +50,7 @@ void add(RankTimeline& tl, StringTable& strings, const RawEvent& ev, const Draft
   s.dur_ns = dur;
   s.stream = tl.stream_index(d.stream_name, d.stream_id);
   s.kind = d.kind;
+  s.op = d.op;
   s.name = strings.intern(ev.name);
   s.group = strings.intern(d.group);
   s.event = strings.intern(d.event);

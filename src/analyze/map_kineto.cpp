@@ -2,7 +2,9 @@
 // recognised by name like Holistic Trace Analysis does (`^nccl.*Kernel`).
 #include <fmt/format.h>
 
+#include <cctype>
 #include <charconv>
+#include <utility>
 
 #include "json_input.h"
 #include "mappers.h"
@@ -29,6 +31,43 @@ bool is_p2p(std::string_view name, std::string_view collective) {
   if (k == std::string_view::npos) return false;
   auto rest = name.substr(k + 7);
   return rest.substr(0, 4) == "Send" || rest.substr(0, 4) == "Recv";
+}
+
+// PyTorch's record_param_comms "Collective name" ("allreduce", "_reduce_scatter_base",
+// "all_gather_into_tensor_coalesced", "send", …), compared without '_' and case.
+CollectiveOp op_of_collective_name(std::string_view name) {
+  std::string w;
+  for (char c : name) {
+    if (c != '_') w += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  if (w.starts_with("allreduce")) return CollectiveOp::ALL_REDUCE;
+  if (w.starts_with("reducescatter")) return CollectiveOp::REDUCE_SCATTER;
+  if (w.starts_with("allgather")) return CollectiveOp::ALL_GATHER;
+  if (w.starts_with("broadcast")) return CollectiveOp::BROADCAST;
+  if (w == "reduce") return CollectiveOp::REDUCE;
+  if (w == "send") return CollectiveOp::SEND;
+  if (w == "recv") return CollectiveOp::RECV;
+  return CollectiveOp::OTHER;
+}
+
+// NCCL kernel names: the op is the word after "ncclKernel_" (NCCL 2.8–2.18,
+// ncclKernel_AllReduce_RING_LL_Sum_float), "ncclDevKernel_" (2.19+,
+// ncclDevKernel_ReduceScatter_Sum_f32_RING_LL) or "nccl" (older, ncclAllReduceRingLLKernel_sum_f32).
+// ncclDevKernel_Generic names none.
+CollectiveOp op_of_nccl_kernel(std::string_view name) {
+  static constexpr std::pair<std::string_view, CollectiveOp> kOps[] = {
+      {"AllReduce", CollectiveOp::ALL_REDUCE}, {"ReduceScatter", CollectiveOp::REDUCE_SCATTER},
+      {"AllGather", CollectiveOp::ALL_GATHER}, {"Broadcast", CollectiveOp::BROADCAST},
+      {"SendRecv", CollectiveOp::OTHER},       {"Send", CollectiveOp::SEND},
+      {"Recv", CollectiveOp::RECV},            {"Reduce", CollectiveOp::REDUCE}};  // after ReduceScatter
+  std::string_view rest = name.substr(4);  // after "nccl"
+  for (std::string_view prefix : {"Kernel_", "DevKernel_"}) {
+    if (rest.starts_with(prefix)) rest.remove_prefix(prefix.size());
+  }
+  for (const auto& [word, op] : kOps) {
+    if (rest.starts_with(word)) return op;
+  }
+  return CollectiveOp::OTHER;
 }
 
 constexpr std::string_view kStepPrefix = "ProfilerStep#";
@@ -110,6 +149,8 @@ std::optional<Draft> map_kineto(const RawEvent& ev) {
   } else if (is_nccl_kernel(ev.name)) {
     const std::string_view collective = arg(ev, StrArg::COLLECTIVE), pg_name = arg(ev, StrArg::PG_NAME);
     d.kind = is_p2p(ev.name, collective) ? SliceKind::P2P : SliceKind::COLLECTIVE;
+    d.op = op_of_collective_name(collective);  // the args name it when present; else the kernel
+    if (d.op == CollectiveOp::OTHER) d.op = op_of_nccl_kernel(ev.name);
     d.group = std::string(!pg_name.empty() ? pg_name : arg(ev, StrArg::PG_DESC));
     if (const auto n = arg(ev, IntArg::IN_NELEMS); n && *n > 0) {
       d.bytes = static_cast<uint64_t>(*n) * dtype_bytes(arg(ev, StrArg::DTYPE));

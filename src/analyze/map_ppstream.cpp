@@ -6,6 +6,7 @@
 #include "json_input.h"
 #include "mappers.h"
 #include "ppstream/analyze/trace_format.h"
+#include "ppstream/program/format.h"
 
 namespace ppstream::analyze::detail {
 namespace tf = ppstream::analyze::trace_format;
@@ -49,6 +50,21 @@ void read_meta(ond::object meta, PPStreamMeta& top) {
         }
       }
     }
+  }
+}
+
+// Our communication slices by their instruction's op (canonical text, program/format.h): UNSHARD
+// all-gathers, REDUCE_GRAD reduces (CollectiveOp::REDUCE). A name that is no instruction line
+// (hand-written traces) says nothing: OTHER.
+CollectiveOp op_of_instr(std::string_view text) {
+  try {
+    switch (parse_instr_line(std::string(text)).second.op) {
+      case OpKind::UNSHARD: return CollectiveOp::ALL_GATHER;
+      case OpKind::REDUCE_GRAD: return CollectiveOp::REDUCE;
+      default: return CollectiveOp::OTHER;
+    }
+  } catch (const ParseError&) {
+    return CollectiveOp::OTHER;
   }
 }
 
@@ -102,6 +118,7 @@ std::optional<Draft> map_ppstream(const std::string& path, const RawEvent& ev) {
                                  path, ev.offset, ev.index, ev.name, kind_text));
   }
   d.kind = *kind;
+  if (d.kind == SliceKind::COLLECTIVE) d.op = op_of_instr(ev.name);
   d.group = std::string(arg(ev, StrArg::GROUP));
   d.event = arg(ev, StrArg::EVENT);
   const auto bytes = arg(ev, IntArg::BYTES);

@@ -53,6 +53,7 @@ void read_kineto_top(const std::string& path, const TopValue& value, std::option
 
 struct Draft {
   SliceKind kind = SliceKind::COMPUTE;
+  CollectiveOp op = CollectiveOp::OTHER;  // communication: what it does (timeline.h)
   int64_t stream_id = 0;
   std::string stream_name;  // default name; thread_name metadata may replace it
   std::string group;

@@ -73,7 +73,8 @@ struct RankMetrics {
   int64_t p2p_unpaired = 0;    // receiving slices without a paired send (counted whole)
   double bubble_ms = 0;        // max(step_time_ms, extent) − compute_ms, extent = marker start → last end
   double bubble_ratio = 0;     // bubble_ms / max(step_time_ms, extent), in [0, 1]
-  // Reductions = collectives named *reduce* (REDUCE_GRAD, allReduce, ReduceScatter).
+  // Reductions = collectives whose op is all-reduce, reduce-scatter or reduce (is_reduction,
+  // timeline.h: REDUCE_GRAD, hcom_allReduce, ncclKernel_ReduceScatter…; never UNSHARD / all-gather).
   double reduce_exposed_ms = 0;      // compute stream blocked on reductions (DESIGN.md): reduction
                                      // slices on it + its waits released by a reduction
   double reduce_comm_ms = 0;         // |reduction slices|
