@@ -97,7 +97,8 @@ void read_kineto_top(const std::string& path, const TopValue& value, std::option
   if (value.key != "distributedInfo") return;
   read_top_object(path, value, [&](simdjson::ondemand::object obj) {
     for (auto f : obj) {
-      if (f.unescaped_key().value_unsafe() == "rank") rank = as_int(f.value());
+      const std::string_view k = f.unescaped_key();  // throws on malformed JSON
+      if (k == "rank") rank = as_int(f.value());
     }
   });
 }

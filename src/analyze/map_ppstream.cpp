@@ -81,8 +81,9 @@ void read_ppstream_top(const std::string& path, const TopValue& value, PPStreamM
   if (value.key != "otherData" && value.key != "metadata") return;
   read_top_object(path, value, [&](ond::object obj) {
     for (auto f : obj) {
+      const std::string_view k = f.unescaped_key();  // throws on malformed JSON
       ond::object inner;
-      if (f.unescaped_key().value_unsafe() == tf::kMetaKey && !f.value().get_object().get(inner)) read_meta(inner, meta);
+      if (k == tf::kMetaKey && !f.value().get_object().get(inner)) read_meta(inner, meta);
     }
   });
 }
