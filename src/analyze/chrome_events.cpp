@@ -58,6 +58,7 @@ void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& par
   ond::document doc = parser.iterate(simdjson::padded_string_view(text.data(), text.size(), text.capacity()));
   ond::object obj = doc.get_object();
   bool skip_args = false, named = false;
+  bool host = false, link = false, kept = false;  // the spec's lists, looked up once per event
   for (auto field : obj) {
     std::string_view key = field.unescaped_key();
     ond::value v = field.value();
@@ -68,8 +69,11 @@ void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& par
     } else if (key == "name") {
       ev.name = str_or_empty(v);
       named = true;
+      kept = kept_name(spec, ev.name);
     } else if (key == "cat") {
       ev.cat = str_or_empty(v);
+      host = listed(spec.host_categories, ev.cat);
+      link = spec.link && listed(spec.link_categories, ev.cat);
     } else if (key == "pid") {
       ev.pid = as_int(v);
     } else if (key == "tid") {
@@ -85,10 +89,9 @@ void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& par
         throw TraceError(fmt::format("{}: byte {}: event #{}: \"dur\" is not a number of µs", path, offset, index));
       }
     } else if (key == "args") {
-      const bool host = listed(spec.host_categories, ev.cat);
       skip_args = (ev.ph != 0 && ev.ph != 'X' && ev.ph != 'M') || host;
       ond::object args;
-      if (ev.ph == 'X' && spec.link && listed(spec.link_categories, ev.cat) && !v.get_object().get(args)) {
+      if (ev.ph == 'X' && link && !v.get_object().get(args)) {
         for (auto f : args) {
           if (f.unescaped_key().value_unsafe() == spec.link->key) read_arg(*spec.link, f.value(), ev.args);
         }
@@ -97,18 +100,12 @@ void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& par
       }
     }
     // A host event no mapper uses (most of a Kineto trace): stop parsing it here.
-    if (named && listed(spec.host_categories, ev.cat) && !listed(spec.link_categories, ev.cat) &&
-        !kept_name(spec, ev.name)) {
-      return;
-    }
+    if (named && host && !link && !kept) return;
   }
   if (ev.ph != 'X' && ev.ph != 'M') return;
   // Host events reach the sink only as the spec says: kept names (step markers) and link
   // categories carrying the link key (Kineto launches: the correlation that puts a kernel in its step).
-  if (listed(spec.host_categories, ev.cat) && !kept_name(spec, ev.name) &&
-      !(spec.link && listed(spec.link_categories, ev.cat) && ev.args.num[spec.link->slot])) {
-    return;
-  }
+  if (host && !kept && !(link && ev.args.num[spec.link->slot])) return;
   sink(ev);
 }
 
