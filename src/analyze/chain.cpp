@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -31,6 +30,14 @@ struct SliceRef {
   const Slice& s() const { return tl->slices[index]; }
 };
 
+// A chain is cut after this many causes (a cycle the seen-set misses, or a pathological trace).
+constexpr int kMaxChainDepth = 16;
+// Walking back over a stream's queue stops after this many slices queued back to back: a long
+// busy stretch, not a wait chain any more.
+constexpr size_t kMaxQueued = 1000;
+
+using Seen = std::set<std::pair<const RankTimeline*, size_t>>;  // slices already in the chain
+
 class Walker {
  public:
   // Times are relative to `origin` moved back by the largest clock shift, so that a peer's time
@@ -51,13 +58,18 @@ class Walker {
     link(c, wait, fmt::format("{} waited {:.3f} ms{}", c.stream, c.wait_ms,
                               ev.empty() ? "" : fmt::format(" for event {}", ev)),
          w.dur_ns);
-    std::set<std::pair<const RankTimeline*, size_t>> seen{{wait.tl, wait.index}};
+    Seen seen{{wait.tl, wait.index}};
     explain_end(c, wait, seen, 0);
     return c;
   }
 
  private:
   std::string stream_name(SliceRef r) const { return r.tl->streams[r.s().stream].name; }
+  // " for <event>" of a stream wait that names its event, else "".
+  std::string event_suffix(const Slice& s) const {
+    const std::string& ev = set_.strings.str(s.event);
+    return ev.empty() ? "" : " for " + ev;
+  }
 
   void link(WaitChain& c, SliceRef r, std::string reason, int64_t delay_ns, int64_t offset = 0) {
     c.links.push_back(ChainLink{r.tl->rank, stream_name(r), set_.strings.str(r.s().name),
@@ -91,10 +103,11 @@ class Walker {
     return w ? fmt::format("; rank {}'s {} stream was blocked in it", r.tl->rank.v, stream_name(*w)) : "";
   }
 
-  void explain_end(WaitChain& c, SliceRef waiting, std::set<std::pair<const RankTimeline*, size_t>>& seen,
+  void explain_end(WaitChain& c, SliceRef waiting, Seen& seen,
                    int depth) {
-    if (depth > 16) {
-      c.links.push_back(ChainLink{waiting.tl->rank, stream_name(waiting), "", "chain cut after 16 steps", 0, 0});
+    if (depth > kMaxChainDepth) {
+      c.links.push_back(ChainLink{waiting.tl->rank, stream_name(waiting), "",
+                                  fmt::format("chain cut after {} steps", kMaxChainDepth), 0, 0});
       return;
     }
     const Slice& w = waiting.s();
@@ -109,8 +122,7 @@ class Walker {
     const std::string& group = set_.strings.str(s.group);
     switch (s.kind) {
       case SliceKind::STREAM_WAIT:
-        link(c, *rel, fmt::format("released when {} stopped waiting{}", stream_name(*rel),
-                                  set_.strings.str(s.event).empty() ? "" : " for " + set_.strings.str(s.event)),
+        link(c, *rel, fmt::format("released when {} stopped waiting{}", stream_name(*rel), event_suffix(s)),
              s.dur_ns);
         explain_end(c, *rel, seen, depth + 1);
         return;
@@ -132,7 +144,7 @@ class Walker {
 
   // Why did `r` start when it did? Walk back over the slices queued right before it on its
   // stream; a stream wait among them is explained in turn, a gap means the host issued it.
-  void walk_back(WaitChain& c, SliceRef r, std::set<std::pair<const RankTimeline*, size_t>>& seen, int depth) {
+  void walk_back(WaitChain& c, SliceRef r, Seen& seen, int depth) {
     const RankTimeline& tl = *r.tl;
     int64_t start = r.s().start_ns;
     size_t queued = 0;
@@ -154,108 +166,126 @@ class Walker {
       if (!prev || !seen.insert({prev->tl, prev->index}).second) return;
       if (prev->s().kind == SliceKind::STREAM_WAIT) {
         link(c, *prev, fmt::format("before that (after {} queued slice(s)) rank {}'s {} stream waited {:.3f} ms{}",
-                                   queued, tl.rank.v, stream_name(*prev), ms(prev->s().dur_ns),
-                                   set_.strings.str(prev->s().event).empty() ? "" : " for " + set_.strings.str(prev->s().event)),
+                                   queued, tl.rank.v, stream_name(*prev), ms(prev->s().dur_ns), event_suffix(prev->s())),
              prev->s().dur_ns);
         explain_end(c, *prev, seen, depth + 1);
         return;
       }
-      if (++queued > 1000) return;  // a long busy stretch: not a wait chain any more
+      if (++queued > kMaxQueued) return;
       start = prev->s().start_ns;
     }
   }
 
-  // A P2P receive released the wait: find the peer's matching send and why it was late.
-  void explain_recv(WaitChain& c, SliceRef recv, std::set<std::pair<const RankTimeline*, size_t>>& seen,
-                    int depth) {
-    const Slice& r = recv.s();
-    int32_t me = recv.tl->rank.v;
-    std::optional<SliceRef> send;
+  // The send a receive waited for: of the paired sends of the slice's receive ops, the one
+  // issued last on the receiver's clock (first of equals).
+  struct LateSend {
+    SliceRef send;
     int32_t peer = 0;
-    int64_t off = 0;
-    int64_t late = INT64_MIN;
-    // The latest-issued paired send among the slice's receive ops: the one it waited for.
+    int64_t shift = 0;  // ns from the sender's clock to the receiver's (P2PPairs::clock_shift)
+    int64_t late = 0;   // aligned send start − receive start
+  };
+  std::optional<LateSend> latest_send(SliceRef recv) const {
+    const Slice& r = recv.s();
+    std::optional<LateSend> best;
     for (size_t k = 0; k < r.p2p.size(); ++k) {
       if (r.p2p[k].dir != P2PDir::RECV) continue;
       auto q = pairs_.peer(*recv.tl, recv.index, k);
       if (!q) continue;
-      const int64_t o = pairs_.clock_shift(q->tl->rank, recv.tl->rank, r.p2p[k].phase);
-      const int64_t l = q->s().start_ns + o - r.start_ns;
-      if (l > late) {
-        late = l;
-        send = SliceRef{q->tl, q->slice};
-        peer = q->tl->rank.v;
-        off = o;
-      }
+      const int64_t shift = pairs_.clock_shift(q->tl->rank, recv.tl->rank, r.p2p[k].phase);
+      const int64_t late = q->s().start_ns + shift - r.start_ns;
+      if (!best || late > best->late) best = LateSend{SliceRef{q->tl, q->slice}, q->tl->rank.v, shift, late};
     }
+    return best;
+  }
+
+  // A P2P receive released the wait: the send it waited for, whether that send was late (by
+  // more than the tolerance), and if so why it started when it did.
+  void explain_recv(WaitChain& c, SliceRef recv, Seen& seen, int depth) {
+    const Slice& r = recv.s();
+    const auto send = latest_send(recv);
     if (!send) {
       link(c, recv, r.p2p.empty() ? "P2P transfer; the trace does not name the peer"
                                   : "receive whose matching send is not in the loaded traces",
            r.dur_ns);
       return;
     }
-    if (late <= tol_) {
+    const int32_t peer = send->peer;
+    if (send->late <= tol_) {
       link(c, recv, fmt::format("received from rank {}; its send was issued in time, the transfer "
                                 "took {:.3f} ms",
-                                peer, ms(r.end_ns() - std::max(r.start_ns, send->s().start_ns + off))),
+                                peer, ms(r.end_ns() - std::max(r.start_ns, send->send.s().start_ns + send->shift))),
            r.dur_ns);
       return;
     }
     link(c, recv, fmt::format("receive from rank {} was ready only when rank {}'s send ran", peer, peer),
          r.dur_ns);
-    link(c, *send, fmt::format("rank {}'s send was issued {:.3f} ms after rank {} posted the receive",
-                               peer, ms(late), me),
-         late, off);
-    if (!seen.insert({send->tl, send->index}).second) return;
-    // Why did the send start then? Its own stream was waiting (a stream wait ending at its
-    // start) or the host issued it only after something else finished.
-    const RankTimeline& ptl = *send->tl;
-    const Slice& snd = send->s();
-    std::optional<SliceRef> before;
+    link(c, send->send, fmt::format("rank {}'s send was issued {:.3f} ms after rank {} posted the receive",
+                                    peer, ms(send->late), recv.tl->rank.v),
+         send->late, send->shift);
+    if (!seen.insert({send->send.tl, send->send.index}).second) return;
+    explain_send_start(c, *send, r.start_ns, seen, depth);
+  }
+
+  // Why did a late send start when it did? Its own stream was waiting (a stream wait ending at
+  // its start), or else the host issued it only after something else finished.
+  void explain_send_start(WaitChain& c, const LateSend& send, int64_t posted_ns, Seen& seen, int depth) {
+    const RankTimeline& ptl = *send.send.tl;
+    const Slice& snd = send.send.s();
+    std::optional<SliceRef> before;  // the last slice of the send's stream ending at its start
     for (size_t i = 0; i < ptl.slices.size(); ++i) {
       const Slice& s = ptl.slices[i];
       if (s.start_ns > snd.start_ns) break;
-      if (i == send->index || s.stream != snd.stream) continue;
+      if (i == send.send.index || s.stream != snd.stream) continue;
       if (s.end_ns() >= snd.start_ns - tol_ && s.end_ns() <= snd.start_ns + tol_) before = SliceRef{&ptl, i};
     }
     if (before && before->s().kind == SliceKind::STREAM_WAIT && seen.insert({before->tl, before->index}).second) {
-      link(c, *before, fmt::format("rank {}'s {} stream waited {:.3f} ms{} before the send", peer,
-                                   stream_name(*before), ms(before->s().dur_ns),
-                                   set_.strings.str(before->s().event).empty() ? "" : " for " + set_.strings.str(before->s().event)),
-           before->s().dur_ns, off);
+      link(c, *before, fmt::format("rank {}'s {} stream waited {:.3f} ms{} before the send", send.peer,
+                                   stream_name(*before), ms(before->s().dur_ns), event_suffix(before->s())),
+           before->s().dur_ns, send.shift);
       explain_end(c, *before, seen, depth + 1);
       return;
     }
-    // Issued late by the host: the last thing finishing on another stream before the issue.
-    // Window: from when the receive was posted (in the sender's clock) to the send's issue.
-    auto rel = releaser(ptl, snd.stream, r.start_ns - off, snd.start_ns);
+    explain_late_issue(c, send, posted_ns, seen, depth);
+  }
+
+  // Issued late by the host: the last thing finishing on another stream of the sender, between
+  // the receive's posting (on the sender's clock) and the send's issue, explained by its kind.
+  void explain_late_issue(WaitChain& c, const LateSend& send, int64_t posted_ns, Seen& seen, int depth) {
+    const RankTimeline& ptl = *send.send.tl;
+    const Slice& snd = send.send.s();
+    const int32_t peer = send.peer;
+    const int64_t off = send.shift;
+    auto rel = releaser(ptl, snd.stream, posted_ns - off, snd.start_ns);
     if (!rel || !seen.insert({rel->tl, rel->index}).second) {
-      c.links.push_back(ChainLink{ptl.rank, stream_name(*send), "",
+      c.links.push_back(ChainLink{ptl.rank, stream_name(send.send), "",
                                   "host issued the send late; nothing in the trace explains it",
                                   at_ms(snd.start_ns), 0});
       return;
     }
     const Slice& s = rel->s();
-    if (s.kind == SliceKind::STREAM_WAIT) {
-      link(c, *rel, fmt::format("rank {}'s {} stream was waiting{} until the send could be issued",
-                                peer, stream_name(*rel),
-                                set_.strings.str(s.event).empty() ? "" : " for " + set_.strings.str(s.event)),
-           s.dur_ns, off);
-      explain_end(c, *rel, seen, depth + 1);
-    } else if (s.kind == SliceKind::COLLECTIVE) {
-      const std::string& g = set_.strings.str(s.group);
-      link(c, *rel, fmt::format("rank {}'s {} stream was running a collective{} ({:.3f} ms) until the "
-                                "send could be issued{}",
-                                peer, stream_name(*rel), g.empty() ? "" : " of group " + g, ms(s.dur_ns), issued_by(*rel)),
-           s.dur_ns, off);
-      walk_back(c, *rel, seen, depth + 1);
-    } else if (s.kind == SliceKind::P2P) {
-      explain_recv(c, *rel, seen, depth + 1);
-    } else {
-      link(c, *rel, fmt::format("rank {}'s {} stream was busy ({}) until the send could be issued",
-                                peer, stream_name(*rel), to_string(s.kind)),
-           s.dur_ns, off);
-      walk_back(c, *rel, seen, depth + 1);
+    switch (s.kind) {
+      case SliceKind::STREAM_WAIT:
+        link(c, *rel, fmt::format("rank {}'s {} stream was waiting{} until the send could be issued", peer,
+                                  stream_name(*rel), event_suffix(s)),
+             s.dur_ns, off);
+        explain_end(c, *rel, seen, depth + 1);
+        return;
+      case SliceKind::COLLECTIVE: {
+        const std::string& g = set_.strings.str(s.group);
+        link(c, *rel, fmt::format("rank {}'s {} stream was running a collective{} ({:.3f} ms) until the "
+                                  "send could be issued{}",
+                                  peer, stream_name(*rel), g.empty() ? "" : " of group " + g, ms(s.dur_ns), issued_by(*rel)),
+             s.dur_ns, off);
+        walk_back(c, *rel, seen, depth + 1);
+        return;
+      }
+      case SliceKind::P2P: explain_recv(c, *rel, seen, depth + 1); return;
+      default:
+        link(c, *rel, fmt::format("rank {}'s {} stream was busy ({}) until the send could be issued", peer,
+                                  stream_name(*rel), to_string(s.kind)),
+             s.dur_ns, off);
+        walk_back(c, *rel, seen, depth + 1);
+        return;
     }
   }
 
@@ -280,14 +310,7 @@ uint32_t compute_stream(const RankTimeline& tl) {
   return static_cast<uint32_t>(std::max_element(busy.begin(), busy.end()) - busy.begin());
 }
 
-int64_t tolerance(const TraceSet& set) { return set.global_clock ? 1000 : 20000; }
-
-bool is_reduction(const TraceSet& set, const Slice& s) {
-  if (s.kind != SliceKind::COLLECTIVE) return false;
-  std::string n = set.strings.str(s.name);
-  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  return n.find("reduce") != std::string::npos;
-}
+int64_t tolerance(const TraceSet& set) { return set.global_clock ? kGlobalClockTolNs : kPerRankClockTolNs; }
 
 std::optional<size_t> releaser(const RankTimeline& tl, uint32_t not_stream, int64_t begin, int64_t t,
                                int64_t tol) {

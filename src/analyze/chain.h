@@ -13,12 +13,22 @@ namespace ppstream::analyze::detail {
 // The rank's compute stream: the one named "compute", else the one with the most compute time.
 uint32_t compute_stream(const RankTimeline& tl);
 
-// Matching tolerance in ns: 1 µs on a global clock, 20 µs when clocks are aligned per pair.
+// How far apart two times may be and still be "the same moment" when the analyzer matches a
+// slice's end with another's end or start: the releaser of a wait (so reduce_exposed_ms), the
+// queue before a slice, whether a send was late (docs/analyze.md "Wait chain").
+// One clock (our simulator; our runtime with clock "global"): equal times differ only by the
+// writers' rounding (µs printed with 3 decimals), so 1 µs is a wide margin (1 ns gives the same
+// figures on the simulated samples) that is still far below any instruction's duration.
+inline constexpr int64_t kGlobalClockTolNs = 1'000;
+// Per-rank clocks (vendor profiles): a stream wait ends some µs after the task that released it
+// on another stream (the device signals the event, then the waiting stream resumes), and a
+// peer's times are moved onto the waiter's clock by a median shift with its own error. On
+// msinsight-level0 the compute stream's waits end 5–20 µs after the all-reduces that release
+// them (at 5 or 10 µs the longest wait's chain loses its all-reduce); 20 µs is still far below
+// the kernels the chains are about.
+inline constexpr int64_t kPerRankClockTolNs = 20'000;
+// kGlobalClockTolNs when the set shares one clock, else kPerRankClockTolNs.
 int64_t tolerance(const TraceSet& set);
-
-// A gradient-reduction collective: name holds "reduce" in any case (REDUCE_GRAD, allReduce,
-// ReduceScatter); all-gathers (UNSHARD) are not.
-bool is_reduction(const TraceSet& set, const Slice& s);
 
 // Index of the slice on another stream of `tl` that ended last in [begin, t + tol] (ties within
 // tol: P2P > collective > stream wait > compute): what released a wait ending at `t`.

@@ -3,28 +3,22 @@
 
 #include <fmt/format.h>
 
-#include <array>
+#include <algorithm>
 
 #include "json_input.h"
 #include "json_stream.h"
-#include "ppstream/analyze/trace_format.h"
 
 namespace ppstream::analyze::detail {
 namespace ond = simdjson::ondemand;
-namespace tf = ppstream::analyze::trace_format;
 namespace {
 
-// Host-side categories no mapper uses: their args are never parsed.
-bool launch_category(std::string_view cat) { return cat == "cuda_runtime" || cat == "cuda_driver"; }
+bool listed(const std::vector<std::string_view>& list, std::string_view s) {
+  return std::find(list.begin(), list.end(), s) != list.end();
+}
 
-bool skipped_category(std::string_view cat) {
-  static constexpr std::array<std::string_view, 12> kSkip = {
-      "cpu_op", "cuda_runtime", "cuda_driver", "python_function", "enqueue", "dequeue",
-      "fwdbwd", "ac2g", "async_npu", "HostToDevice", "async_task_queue", "Trace"};
-  for (auto s : kSkip) {
-    if (cat == s) return true;
-  }
-  return false;
+bool kept_name(const ScanSpec& spec, std::string_view name) {
+  return std::any_of(spec.kept_prefixes.begin(), spec.kept_prefixes.end(),
+                     [&](std::string_view p) { return name.starts_with(p); });
 }
 
 std::string_view str_or_empty(ond::value v) {
@@ -33,75 +27,30 @@ std::string_view str_or_empty(ond::value v) {
   return s;
 }
 
-void read_args(ond::object args, RawArgs& a) {
-  for (auto field : args) {
-    std::string_view key = field.unescaped_key();
-    ond::value v = field.value();
-    if (key == "kind") a.kind = str_or_empty(v);
-    else if (key == "group") a.group = str_or_empty(v);
-    else if (key == "event") a.event = str_or_empty(v);
-    else if (key == "instr") a.instr = str_or_empty(v);
-    else if (key == "bytes") a.bytes = as_int(v);
-    else if (key == "step") a.step = as_int(v);
-    else if (key == "name") a.meta_name = str_or_empty(v);
-    else if (key == "stream") a.stream = as_int(v);
-    else if (key == "Stream Id") a.stream_id = as_int(v);
-    else if (key == "Task Type") a.task_type = str_or_empty(v);
-    else if (key == "type") a.op_type = str_or_empty(v);
-    else if (key == "data_type") a.data_type = str_or_empty(v);
-    else if (key == "count") a.count = as_int(v);
-    else if (key == "Collective name") a.collective = str_or_empty(v);
-    else if (key == "Process Group Name") a.pg_name = str_or_empty(v);
-    else if (key == "Process Group Description") a.pg_desc = str_or_empty(v);
-    else if (key == "dtype") a.dtype = str_or_empty(v);
-    else if (key == "In msg nelems") a.in_nelems = as_int(v);
-    else if (key == "Src Rank" || key == "src rank") a.src_rank = as_int(v);  // Kineto / Ascend Plane
-    else if (key == "Dst Rank" || key == "dst rank") a.dst_rank = as_int(v);
-    else if (key == "correlation") a.correlation = as_int(v);
-  }
+void read_arg(const ArgKey& k, ond::value v, RawArgs& a) {
+  if (k.type == ArgKey::STRING) a.str[k.slot] = str_or_empty(v);
+  else a.num[k.slot] = as_int(v);
 }
 
-void read_ppstream_meta(ond::object meta, ChromeTop& top) {
-  top.ppstream = true;
-  for (auto field : meta) {
+void read_args(const ScanSpec& spec, ond::object args, RawArgs& a) {
+  for (auto field : args) {
     std::string_view key = field.unescaped_key();
-    ond::value v = field.value();
-    if (key == tf::kMetaVersion) {
-      top.version = as_int(v).value_or(0);
-    } else if (key == tf::kMetaProducer) {
-      top.producer = std::string(str_or_empty(v));
-    } else if (key == tf::kMetaClock) {
-      top.clock = std::string(str_or_empty(v));
-    } else if (key == tf::kMetaMetrics) {
-      ond::object m;
-      std::string_view raw;
-      if (!v.get_object().get(m) && !m.raw_json().get(raw)) top.metrics_json = std::string(raw);
-    } else if (key == tf::kMetaRanks) {
-      ond::object ranks;
-      if (v.get_object().get(ranks)) continue;
-      for (auto r : ranks) {
-        std::string_view rk = r.unescaped_key();
-        int64_t rank = 0;
-        try {
-          rank = std::stoll(std::string(rk));
-        } catch (const std::exception&) {
-          continue;
-        }
-        ond::object info;
-        if (r.value().get_object().get(info)) continue;
-        for (auto f : info) {
-          if (f.unescaped_key().value_unsafe() == tf::kMetaPPRank) {
-            if (auto pp = as_int(f.value())) top.pp_ranks.emplace_back(rank, static_cast<int32_t>(*pp));
-          }
-        }
+    if (key == "name") {
+      a.meta_name = str_or_empty(field.value());
+      continue;
+    }
+    for (const ArgKey& k : spec.args) {
+      if (k.key == key) {
+        read_arg(k, field.value(), a);
+        break;
       }
     }
   }
 }
 
 // Parses one event's text (cut out of the file at `offset`) and hands it to the sink.
-void parse_event(const std::string& path, ond::parser& parser, std::string& text, uint64_t offset, size_t index,
-                 const std::function<void(const RawEvent&)>& sink) {
+void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& parser, std::string& text,
+                 uint64_t offset, size_t index, const std::function<void(const RawEvent&)>& sink) {
   text.reserve(text.size() + simdjson::SIMDJSON_PADDING);
   RawEvent ev;
   ev.index = index;
@@ -109,6 +58,7 @@ void parse_event(const std::string& path, ond::parser& parser, std::string& text
   ond::document doc = parser.iterate(simdjson::padded_string_view(text.data(), text.size(), text.capacity()));
   ond::object obj = doc.get_object();
   bool skip_args = false, named = false;
+  bool host = false, link = false, kept = false;  // the spec's lists, looked up once per event
   for (auto field : obj) {
     std::string_view key = field.unescaped_key();
     ond::value v = field.value();
@@ -119,8 +69,11 @@ void parse_event(const std::string& path, ond::parser& parser, std::string& text
     } else if (key == "name") {
       ev.name = str_or_empty(v);
       named = true;
+      kept = kept_name(spec, ev.name);
     } else if (key == "cat") {
       ev.cat = str_or_empty(v);
+      host = listed(spec.host_categories, ev.cat);
+      link = spec.link && listed(spec.link_categories, ev.cat);
     } else if (key == "pid") {
       ev.pid = as_int(v);
     } else if (key == "tid") {
@@ -136,28 +89,23 @@ void parse_event(const std::string& path, ond::parser& parser, std::string& text
         throw TraceError(fmt::format("{}: byte {}: event #{}: \"dur\" is not a number of µs", path, offset, index));
       }
     } else if (key == "args") {
-      skip_args = (ev.ph != 0 && ev.ph != 'X' && ev.ph != 'M') || skipped_category(ev.cat);
+      skip_args = (ev.ph != 0 && ev.ph != 'X' && ev.ph != 'M') || host;
       ond::object args;
-      if (ev.ph == 'X' && launch_category(ev.cat) && !v.get_object().get(args)) {
+      if (ev.ph == 'X' && link && !v.get_object().get(args)) {
         for (auto f : args) {
-          if (f.unescaped_key().value_unsafe() == "correlation") ev.args.correlation = as_int(f.value());
+          if (f.unescaped_key().value_unsafe() == spec.link->key) read_arg(*spec.link, f.value(), ev.args);
         }
       } else if (!skip_args && !v.get_object().get(args)) {
-        read_args(args, ev.args);
+        read_args(spec, args, ev.args);
       }
     }
-    // A host event no reader uses (most of a Kineto trace): stop parsing it here.
-    if (named && skipped_category(ev.cat) && !launch_category(ev.cat) && ev.name.substr(0, 13) != "ProfilerStep#") {
-      return;
-    }
+    // A host event no mapper uses (most of a Kineto trace): stop parsing it here.
+    if (named && host && !link && !kept) return;
   }
   if (ev.ph != 'X' && ev.ph != 'M') return;
-  // Step markers are host ranges (cpu_op on torch_npu) but every reader wants them; launches
-  // carry the correlation that puts a kernel in its step.
-  if (skipped_category(ev.cat) && ev.name.substr(0, 13) != "ProfilerStep#" &&
-      !(launch_category(ev.cat) && ev.args.correlation)) {
-    return;
-  }
+  // Host events reach the sink only as the spec says: kept names (step markers) and link
+  // categories carrying the link key (Kineto launches: the correlation that puts a kernel in its step).
+  if (host && !kept && !(link && ev.args.num[spec.link->slot])) return;
   sink(ev);
 }
 
@@ -165,8 +113,10 @@ void parse_event(const std::string& path, ond::parser& parser, std::string& text
 // value being parsed (the only copy of it) and how many events were read.
 struct Scan {
   const std::string& path;
+  const ScanSpec& spec;
   JsonCursor& cur;
   const std::function<void(const RawEvent&)>& sink;
+  const std::function<void(const TopValue&)>& top_sink;
   ond::parser parser{};
   std::string text{};
   size_t index = 0;
@@ -202,7 +152,7 @@ struct Scan {
       text.clear();
       cur.take_value(text);
       try {
-        parse_event(path, parser, text, at, index, sink);
+        parse_event(path, spec, parser, text, at, index, sink);
       } catch (const simdjson::simdjson_error& e) {
         fail(at, fmt::format("event #{}: malformed JSON ({}); expected a Chrome trace event", index, e.what()));
       }
@@ -210,43 +160,40 @@ struct Scan {
     } while (next_or_close(']', fmt::format("event #{}", index - 1).c_str()));
   }
 
-  // A top-level value other than traceEvents: cut out; the few we read are parsed.
-  void top_value(const std::string& key, ChromeTop& top) {
+  // A top-level value other than traceEvents: cut out; those of spec.top_keys go to the top sink.
+  void top_value(const std::string& key) {
     const uint64_t at = cur.offset();
     text.clear();
     cur.take_value(text);
-    if (key != "distributedInfo" && key != "otherData" && key != "metadata") return;
-    text.reserve(text.size() + simdjson::SIMDJSON_PADDING);
-    try {
-      ond::document doc = parser.iterate(simdjson::padded_string_view(text.data(), text.size(), text.capacity()));
-      ond::object obj;
-      if (doc.get_object().get(obj)) return;
-      for (auto f : obj) {
-        const std::string_view k = f.unescaped_key();
-        ond::object inner;
-        if (key == "distributedInfo") {
-          if (k == "rank") top.distributed_rank = as_int(f.value());
-        } else if (k == tf::kMetaKey && !f.value().get_object().get(inner)) {
-          read_ppstream_meta(inner, top);
-        }
-      }
-    } catch (const simdjson::simdjson_error& e) {
-      fail(at, fmt::format("\"{}\": malformed JSON ({})", key, e.what()));
-    }
+    if (listed(spec.top_keys, key)) top_sink(TopValue{key, text, at});
   }
 };
 
 }  // namespace
 
-void scan_chrome(const std::string& path, ChromeTop& top, const std::function<void(const RawEvent&)>& sink) {
+void read_top_object(const std::string& path, const TopValue& value, const std::function<void(ond::object)>& read) {
+  std::string text = value.json;
+  text.reserve(text.size() + simdjson::SIMDJSON_PADDING);
+  ond::parser parser;
+  try {
+    ond::document doc = parser.iterate(simdjson::padded_string_view(text.data(), text.size(), text.capacity()));
+    ond::object obj;
+    if (doc.get_object().get(obj)) return;
+    read(obj);
+  } catch (const simdjson::simdjson_error& e) {
+    throw TraceError(fmt::format("{}: byte {}: \"{}\": malformed JSON ({})", path, value.offset, value.key, e.what()));
+  }
+}
+
+void scan_chrome(const std::string& path, const ScanSpec& spec, const std::function<void(const RawEvent&)>& sink,
+                 const std::function<void(const TopValue&)>& top_sink) {
   ByteSource src(path);
   JsonCursor cur(src);
-  Scan scan{path, cur, sink};
+  Scan scan{path, spec, cur, sink, top_sink};
   try {
     cur.skip_ws();
     const int first = cur.peek();
     if (first == '[') {
-      top.bare_array = true;
       scan.events();
     } else if (first == '{') {
       cur.advance();
@@ -269,7 +216,7 @@ void scan_chrome(const std::string& path, ChromeTop& top, const std::function<vo
           found = true;
           scan.events();
         } else {
-          scan.top_value(key, top);
+          scan.top_value(key);
         }
       } while (scan.next_or_close('}', "a top-level value"));
       if (!found) {

@@ -1,9 +1,12 @@
 // The one streaming scanner of Chrome trace JSON (chunked reading, simdjson on-demand per event): hands each event, with
-// the few args any reader uses, to per-format mappers. Views are valid during the callback.
+// the args keys the producers' mappers asked for, to a sink. It knows the Chrome trace format only; which keys,
+// categories and top-level values matter is each producer's mapper's business (ScanSpec, built in mappers.h).
+// Views are valid during the callback.
 #pragma once
 
 #include <simdjson.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -15,17 +18,32 @@
 
 namespace ppstream::analyze::detail {
 
-// The args keys any mapper reads; everything else is skipped unparsed.
+// How many string and integer args slots an event carries (mappers.h numbers them).
+inline constexpr size_t kArgSlots = 16;
+
+// One args key a mapper reads and the slot of RawArgs it fills.
+struct ArgKey {
+  enum Type : uint8_t { STRING, INT };
+  std::string_view key;  // as written in the trace, e.g. "Stream Id"
+  Type type = STRING;
+  uint8_t slot = 0;      // < kArgSlots; several keys may fill one slot (spellings of one field)
+};
+
+// What the mappers ask of the scan; every other args key and top-level value is skipped unparsed.
+struct ScanSpec {
+  std::vector<ArgKey> args;
+  // Host categories no mapper maps: their events are dropped as soon as name and category are
+  // known, args unparsed, except names starting with one of `kept_prefixes` (step markers,
+  // kept without args) and `link_categories` events carrying `link` (only that key is parsed).
+  std::vector<std::string_view> host_categories, kept_prefixes, link_categories;
+  std::optional<ArgKey> link;
+  std::vector<std::string_view> top_keys;  // top-level values handed over as JSON text
+};
+
 struct RawArgs {
-  std::string_view kind, group, event, instr;                  // ours
-  std::string_view collective, pg_name, pg_desc, dtype;        // Kineto NCCL kernels
-  std::string_view task_type;                                  // Ascend hardware tasks
-  std::string_view op_type;                                    // MindSpore CPU OP: "HostCpuOps"
-  std::string_view data_type;                                  // Ascend HCCL ops: "FP32", …
-  std::optional<int64_t> count;                                // Ascend HCCL ops: elements
-  std::string_view meta_name;                                  // "M" events: args.name
-  std::optional<int64_t> stream, stream_id, bytes, in_nelems, step, src_rank, dst_rank;
-  std::optional<int64_t> correlation;  // Kineto: links a kernel to its cuda_runtime launch
+  std::array<std::string_view, kArgSlots> str{};
+  std::array<std::optional<int64_t>, kArgSlots> num{};
+  std::string_view meta_name;  // args.name: what a "M" (metadata) event names
 };
 
 struct RawEvent {
@@ -38,20 +56,23 @@ struct RawEvent {
   RawArgs args;
 };
 
-// Top-level facts of the document (may appear before or after traceEvents).
-struct ChromeTop {
-  bool bare_array = false;
-  std::optional<int64_t> distributed_rank;  // Kineto distributedInfo.rank
-  bool ppstream = false;                    // otherData/metadata.ppstream present
-  int64_t version = 0;
-  std::string producer, clock, metrics_json;
-  std::vector<std::pair<int64_t, int32_t>> pp_ranks;  // rank → pp_rank
+// A top-level value named in ScanSpec::top_keys (it may come before or after traceEvents).
+struct TopValue {
+  std::string key, json;  // the key and the value's JSON text
+  uint64_t offset = 0;    // byte offset of the value in the (decompressed) file
 };
 
 // Scans every event of the file at `path` (plain or gzip), reading it in bounded chunks and
-// parsing one event at a time (docs/analyze.md "Memory"); host-side events (cpu_op, python_function, flows…) are dropped
-// before their args are parsed, except ProfilerStep markers and cuda_runtime/cuda_driver
-// launches (only args.correlation is read: device work is put in the step that launched it). Throws TraceError with file, event index and byte offset.
-void scan_chrome(const std::string& path, ChromeTop& top, const std::function<void(const RawEvent&)>& sink);
+// parsing one event at a time (docs/analyze.md "Memory"); only complete ("X") and metadata ("M")
+// events reach `sink`, those of `spec.host_categories` as the spec says; top-level values named in
+// `spec.top_keys` reach `top_sink` as they are read. Throws TraceError with file, event index and
+// byte offset.
+void scan_chrome(const std::string& path, const ScanSpec& spec, const std::function<void(const RawEvent&)>& sink,
+                 const std::function<void(const TopValue&)>& top_sink);
+
+// Parses a top-level value as an object and hands it to `read`; a value that is not an object is
+// ignored. Throws TraceError naming the file, byte and key when the JSON is malformed.
+void read_top_object(const std::string& path, const TopValue& value,
+                     const std::function<void(simdjson::ondemand::object)>& read);
 
 }  // namespace ppstream::analyze::detail

@@ -50,6 +50,7 @@ void add(RankTimeline& tl, StringTable& strings, const RawEvent& ev, const Draft
   s.dur_ns = dur;
   s.stream = tl.stream_index(d.stream_name, d.stream_id);
   s.kind = d.kind;
+  s.op = d.op;
   s.name = strings.intern(ev.name);
   s.group = strings.intern(d.group);
   s.event = strings.intern(d.event);
@@ -103,13 +104,14 @@ void resolve_launches(RankTimeline& tl, const PendingLaunches& pending, std::vec
   }
 }
 
-Rank vendor_rank(const std::string& path, const ChromeTop& top, const ChromeReadOptions& opts, TraceSet& set) {
+Rank vendor_rank(const std::string& path, std::optional<int64_t> distributed_rank, const ChromeReadOptions& opts,
+                 TraceSet& set) {
   if (opts.rank) return *opts.rank;
-  if (top.distributed_rank) {
-    if (*top.distributed_rank < 0 || *top.distributed_rank > std::numeric_limits<int32_t>::max())
+  if (distributed_rank) {
+    if (*distributed_rank < 0 || *distributed_rank > std::numeric_limits<int32_t>::max())
       throw TraceError(fmt::format("{}: distributedInfo.rank {} is not a rank; expected 0..{}", path,
-                                   *top.distributed_rank, std::numeric_limits<int32_t>::max()));
-    return Rank(static_cast<int32_t>(*top.distributed_rank));
+                                   *distributed_rank, std::numeric_limits<int32_t>::max()));
+    return Rank(static_cast<int32_t>(*distributed_rank));
   }
   set.notes.push_back(fmt::format("{}: the trace names no rank (no distributedInfo.rank or "
                                   "profiler_info_<rank>.json); read as rank 0",
@@ -133,10 +135,27 @@ void merge_into(TraceSet& set, RankTimeline&& tl, const std::string& path) {
   set.ranks.push_back(std::move(tl));
 }
 
+// What every format asks of the scan, merged once (a key or category named twice is kept once).
+const ScanSpec& scan_spec() {
+  static const ScanSpec spec = [] {
+    ScanSpec s;
+    add_ppstream_scan(s);
+    add_kineto_scan(s);
+    add_ascend_scan(s);
+    for (auto* list : {&s.host_categories, &s.kept_prefixes, &s.link_categories, &s.top_keys}) {
+      std::sort(list->begin(), list->end());
+      list->erase(std::unique(list->begin(), list->end()), list->end());
+    }
+    return s;
+  }();
+  return spec;
+}
+
 }  // namespace
 
 void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOptions& opts) {
-  ChromeTop top;
+  PPStreamMeta meta;
+  std::optional<int64_t> distributed_rank;  // Kineto distributedInfo.rank
   std::map<int64_t, RankTimeline> ours;  // pid (= rank) → timeline
   RankTimeline vendor;                   // Kineto / Ascend: one rank per file
   LaneNames lanes;                       // process / thread names (also ours: thread_name)
@@ -144,7 +163,11 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
   PendingLaunches pending;
   std::vector<std::pair<int64_t, int64_t>> launch_ts;  // (correlation, launch ts), Kineto: 16 bytes each
   size_t seen = 0;
-  scan_chrome(path, top, [&](const RawEvent& ev) {
+  const auto on_top = [&](const TopValue& v) {
+    read_ppstream_top(path, v, meta);
+    read_kineto_top(path, v, distributed_rank);
+  };
+  scan_chrome(path, scan_spec(), [&](const RawEvent& ev) {
     ++seen;
     if (ev.ph == 'M') {
       if (ev.pid && ev.tid && !ev.args.meta_name.empty() && ev.name == "thread_name") {
@@ -159,35 +182,32 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
                                    path, ev.offset, ev.index, ev.name));
     }
     if (!within_bounds(path, ev, set)) return;
-    if ((ev.cat == "cuda_runtime" || ev.cat == "cuda_driver") && ev.args.correlation) {
-      launch_ts.emplace_back(*ev.args.correlation, *ev.ts_ns);
+    if (const auto corr = kineto_launch(ev)) {
+      launch_ts.emplace_back(*corr, *ev.ts_ns);
     } else if (auto d = map_ppstream(path, ev)) {
       add(ours[*ev.pid], set.strings, ev, *d, nullptr);
     } else if (auto k = map_kineto(ev)) {
       add(vendor, set.strings, ev, *k, &pending);
-    } else if (lane_candidate(ev)) {
-      lane_events.push_back(LaneEvent{ev.index, ev.offset, ev.pid.value_or(0), ev.tid.value_or(0), *ev.ts_ns,
-                                      ev.dur_ns.value_or(0), set.strings.intern(ev.name),
-                                      set.strings.intern(ev.args.task_type), ev.args.op_type == "HostCpuOps",
-                                      ascend_bytes(ev.args.count, ev.args.data_type), ev.args.stream_id, ev.args.src_rank, ev.args.dst_rank});
+    } else if (auto lane = ascend_lane_event(ev, set.strings)) {
+      lane_events.push_back(*lane);
     }
-  });
+  }, on_top);
   resolve_launches(vendor, pending, launch_ts);
   if (!lane_events.empty()) {
-    const Rank r = opts.rank ? *opts.rank : Rank(static_cast<int32_t>(top.distributed_rank.value_or(0)));
+    const Rank r = opts.rank ? *opts.rank : Rank(static_cast<int32_t>(distributed_rank.value_or(0)));
     map_ascend_lanes(lane_events, lanes, r, set.strings, vendor);
   }
 
   set.sources.push_back(path);
-  bool global = top.ppstream && top.clock == "global" && !ours.empty() && !has_device_slices(vendor);
+  bool global = meta.present && meta.clock == "global" && !ours.empty() && !has_device_slices(vendor);
   set.global_clock = set.chrome_files == 0 ? global : (set.global_clock && global);
   ++set.chrome_files;
-  if (!top.metrics_json.empty()) {
+  if (!meta.metrics_json.empty()) {
     // A malformed object (the report leaves it out) is not checked; numbers beyond a double
     // (1e999) make it malformed for nlohmann too.
-    const auto metrics = nlohmann::json::parse(top.metrics_json, nullptr, false);
+    const auto metrics = nlohmann::json::parse(meta.metrics_json, nullptr, false);
     if (!metrics.is_discarded()) check_producer_metrics(path, metrics, "otherData.ppstream.metrics", "");
-    set.producer_metrics.push_back(top.metrics_json);
+    set.producer_metrics.push_back(meta.metrics_json);
   }
 
   for (auto& [pid, tl] : ours) {
@@ -197,14 +217,14 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
       auto it = lanes.thread.find({pid, s.id});
       if (it != lanes.thread.end()) s.name = it->second;
     }
-    for (auto [r, pp] : top.pp_ranks) {
+    for (auto [r, pp] : meta.pp_ranks) {
       if (r == pid) tl.pp_rank = pp;
     }
     finish(tl);
     merge_into(set, std::move(tl), path);
   }
   if (has_device_slices(vendor)) {
-    vendor.rank = vendor_rank(path, top, opts, set);
+    vendor.rank = vendor_rank(path, distributed_rank, opts, set);
     vendor.source = path;
     finish(vendor);
     merge_into(set, std::move(vendor), path);

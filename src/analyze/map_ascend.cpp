@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <set>
+#include <utility>
 
 #include "json_input.h"
 #include "mappers.h"
@@ -67,6 +68,39 @@ std::optional<SliceKind> comm_kind_by_name(std::string_view n) {
   return std::nullopt;
 }
 
+bool iequals(std::string_view a, std::string_view b) { return a.size() == b.size() && istarts_with(a, b); }
+
+// What a communication op does, from its name: HCCL's hcom_<op>_<ids> (hcom_allReduce__868_0_1,
+// hcom_reduceScatter_…, hcom_receive_…) or a MindSpore communication primitive, the last scope
+// component up to '-' ("Default/AllReduce-op0").
+CollectiveOp op_of_name(std::string_view n) {
+  static constexpr std::pair<std::string_view, CollectiveOp> kHcom[] = {
+      {"allReduce", CollectiveOp::ALL_REDUCE}, {"reduceScatter", CollectiveOp::REDUCE_SCATTER},
+      {"reduceScatterV", CollectiveOp::REDUCE_SCATTER}, {"allGather", CollectiveOp::ALL_GATHER},
+      {"allGatherV", CollectiveOp::ALL_GATHER}, {"broadcast", CollectiveOp::BROADCAST},
+      {"reduce", CollectiveOp::REDUCE}, {"send", CollectiveOp::SEND}, {"receive", CollectiveOp::RECV}};
+  static constexpr std::pair<std::string_view, CollectiveOp> kMindSpore[] = {
+      {"AllReduce", CollectiveOp::ALL_REDUCE}, {"ReduceScatter", CollectiveOp::REDUCE_SCATTER},
+      {"AllGather", CollectiveOp::ALL_GATHER}, {"Broadcast", CollectiveOp::BROADCAST},
+      {"Send", CollectiveOp::SEND}, {"Receive", CollectiveOp::RECV}};
+  std::string_view word;
+  if (istarts_with(n, "hcom_")) {
+    word = n.substr(5);
+    word = word.substr(0, word.find('_'));
+    for (const auto& [w, op] : kHcom) {
+      if (iequals(word, w)) return op;
+    }
+    return CollectiveOp::OTHER;
+  }
+  const size_t slash = n.rfind('/');
+  word = slash == std::string_view::npos ? n : n.substr(slash + 1);
+  word = word.substr(0, word.find('-'));
+  for (const auto& [w, op] : kMindSpore) {
+    if (word == w) return op;
+  }
+  return CollectiveOp::OTHER;
+}
+
 enum class HwClass { DROP, WAIT, COMM, HCCL_TASK, MEMORY, COMPUTE };
 
 HwClass hw_class(std::string_view name, std::string_view task) {
@@ -80,13 +114,15 @@ HwClass hw_class(std::string_view name, std::string_view task) {
   return HwClass::COMPUTE;
 }
 
-Slice slice_of(const LaneEvent& e, uint32_t stream, SliceKind kind) {
+// A slice of the lane event; communication slices carry the op their name says.
+Slice slice_of(const LaneEvent& e, uint32_t stream, SliceKind kind, const StringTable& strings) {
   Slice s;
   s.start_ns = e.ts_ns;
   s.dur_ns = e.dur_ns;
   s.stream = stream;
   s.kind = kind;
   s.name = e.name;
+  if (kind == SliceKind::COLLECTIVE || kind == SliceKind::P2P) s.op = op_of_name(strings.str(e.name));
   return s;
 }
 
@@ -117,6 +153,7 @@ void name_hccl_tasks(RankTimeline& tl, const std::vector<size_t>& tasks, std::ve
         t.name = op.name;
         t.group = op.group;
         t.kind = op.kind;
+        t.op = op.op;
         break;
       }
     }
@@ -142,8 +179,7 @@ void add_plane_peers(RankTimeline& tl, const std::vector<size_t>& ops, const std
   }
 }
 
-}  // namespace
-
+// Bytes of `count` elements of an Ascend data_type ("FP32", "BF16", "INT8", …); 0 when unknown.
 uint64_t ascend_bytes(std::optional<int64_t> count, std::string_view t) {
   if (!count || *count <= 0 || *count > (int64_t{1} << 50)) return 0;
   uint64_t size = 0;
@@ -154,8 +190,37 @@ uint64_t ascend_bytes(std::optional<int64_t> count, std::string_view t) {
   return static_cast<uint64_t>(*count) * size;
 }
 
-bool lane_candidate(const RawEvent& ev) {
-  return ev.ph == 'X' && (ev.cat.empty() || ev.args.stream_id || !ev.args.task_type.empty());
+}  // namespace
+
+void add_ascend_scan(ScanSpec& spec) {
+  spec.args.insert(spec.args.end(),
+                   {arg_key("Stream Id", IntArg::STREAM_ID), arg_key("Task Type", StrArg::TASK_TYPE),
+                    arg_key("type", StrArg::OP_TYPE), arg_key("data_type", StrArg::DATA_TYPE),
+                    arg_key("count", IntArg::COUNT), arg_key("src rank", IntArg::SRC_RANK),
+                    arg_key("dst rank", IntArg::DST_RANK)});
+  // torch_npu's host-side categories (its cpu_op / python_function / fwdbwd ranges and
+  // ProfilerStep# markers are PyTorch's, mapped as Kineto's).
+  spec.host_categories.insert(spec.host_categories.end(),
+                              {"enqueue", "dequeue", "async_npu", "HostToDevice", "async_task_queue", "Trace"});
+}
+
+std::optional<LaneEvent> ascend_lane_event(const RawEvent& ev, StringTable& strings) {
+  const auto stream_id = arg(ev, IntArg::STREAM_ID);
+  const std::string_view task_type = arg(ev, StrArg::TASK_TYPE);
+  if (ev.ph != 'X' || !(ev.cat.empty() || stream_id || !task_type.empty())) return std::nullopt;
+  return LaneEvent{ev.index,
+                   ev.offset,
+                   ev.pid.value_or(0),
+                   ev.tid.value_or(0),
+                   ev.ts_ns.value_or(0),
+                   ev.dur_ns.value_or(0),
+                   strings.intern(ev.name),
+                   strings.intern(task_type),
+                   arg(ev, StrArg::OP_TYPE) == "HostCpuOps",
+                   ascend_bytes(arg(ev, IntArg::COUNT), arg(ev, StrArg::DATA_TYPE)),
+                   stream_id,
+                   arg(ev, IntArg::SRC_RANK),
+                   arg(ev, IntArg::DST_RANK)};
 }
 
 void map_ascend_lanes(const std::vector<LaneEvent>& evs, const LaneNames& names, Rank rank, StringTable& strings,
@@ -182,14 +247,14 @@ void map_ascend_lanes(const std::vector<LaneEvent>& evs, const LaneNames& names,
                       : c == HwClass::COMPUTE ? SliceKind::COMPUTE
                       : c == HwClass::COMM    ? (is_p2p_name(name) ? SliceKind::P2P : SliceKind::COLLECTIVE)
                                               : SliceKind::COLLECTIVE;
-        tl.slices.push_back(slice_of(e, st, k));
+        tl.slices.push_back(slice_of(e, st, k, strings));
         if (c == HwClass::HCCL_TASK) tasks.push_back(tl.slices.size() - 1);
         break;
       }
       case Lane::HCCL_GROUP: {
         std::string lane = names.thread.at({e.pid, e.tid});
         const uint32_t st = tl.stream_index("HCCL " + lane, kHcclLaneBase + e.tid);
-        Slice s = slice_of(e, st, is_p2p_name(name) ? SliceKind::P2P : SliceKind::COLLECTIVE);
+        Slice s = slice_of(e, st, is_p2p_name(name) ? SliceKind::P2P : SliceKind::COLLECTIVE, strings);
         const auto cut = lane.find(" Communication");
         s.group = strings.intern(cut == std::string::npos ? lane : lane.substr(0, cut));
         s.bytes = e.bytes;
@@ -201,7 +266,7 @@ void map_ascend_lanes(const std::vector<LaneEvent>& evs, const LaneNames& names,
       case Lane::CPU_OP: {
         if (!e.cpu_op) break;  // a scope range, not an op
         const uint32_t st = tl.stream_index(fmt::format("CPU OP {}", e.tid), kCpuOpBase + e.tid);
-        tl.slices.push_back(slice_of(e, st, comm_kind_by_name(name).value_or(SliceKind::COMPUTE)));
+        tl.slices.push_back(slice_of(e, st, comm_kind_by_name(name).value_or(SliceKind::COMPUTE), strings));
         break;
       }
       case Lane::OTHER: break;

@@ -2,7 +2,9 @@
 // recognised by name like Holistic Trace Analysis does (`^nccl.*Kernel`).
 #include <fmt/format.h>
 
+#include <cctype>
 #include <charconv>
+#include <utility>
 
 #include "json_input.h"
 #include "mappers.h"
@@ -31,12 +33,84 @@ bool is_p2p(std::string_view name, std::string_view collective) {
   return rest.substr(0, 4) == "Send" || rest.substr(0, 4) == "Recv";
 }
 
+// PyTorch's record_param_comms "Collective name" ("allreduce", "_reduce_scatter_base",
+// "all_gather_into_tensor_coalesced", "send", …), compared without '_' and case.
+CollectiveOp op_of_collective_name(std::string_view name) {
+  std::string w;
+  for (char c : name) {
+    if (c != '_') w += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  if (w.starts_with("allreduce")) return CollectiveOp::ALL_REDUCE;
+  if (w.starts_with("reducescatter")) return CollectiveOp::REDUCE_SCATTER;
+  if (w.starts_with("allgather")) return CollectiveOp::ALL_GATHER;
+  if (w.starts_with("broadcast")) return CollectiveOp::BROADCAST;
+  if (w == "reduce") return CollectiveOp::REDUCE;
+  if (w == "send") return CollectiveOp::SEND;
+  if (w == "recv") return CollectiveOp::RECV;
+  return CollectiveOp::OTHER;
+}
+
+// NCCL kernel names: the op is the word after "ncclKernel_" (NCCL 2.8–2.18,
+// ncclKernel_AllReduce_RING_LL_Sum_float), "ncclDevKernel_" (2.19+,
+// ncclDevKernel_ReduceScatter_Sum_f32_RING_LL) or "nccl" (older, ncclAllReduceRingLLKernel_sum_f32).
+// ncclDevKernel_Generic names none.
+CollectiveOp op_of_nccl_kernel(std::string_view name) {
+  static constexpr std::pair<std::string_view, CollectiveOp> kOps[] = {
+      {"AllReduce", CollectiveOp::ALL_REDUCE}, {"ReduceScatter", CollectiveOp::REDUCE_SCATTER},
+      {"AllGather", CollectiveOp::ALL_GATHER}, {"Broadcast", CollectiveOp::BROADCAST},
+      {"SendRecv", CollectiveOp::OTHER},       {"Send", CollectiveOp::SEND},
+      {"Recv", CollectiveOp::RECV},            {"Reduce", CollectiveOp::REDUCE}};  // after ReduceScatter
+  std::string_view rest = name.substr(4);  // after "nccl"
+  for (std::string_view prefix : {"Kernel_", "DevKernel_"}) {
+    if (rest.starts_with(prefix)) rest.remove_prefix(prefix.size());
+  }
+  for (const auto& [word, op] : kOps) {
+    if (rest.starts_with(word)) return op;
+  }
+  return CollectiveOp::OTHER;
+}
+
+constexpr std::string_view kStepPrefix = "ProfilerStep#";
+
+bool launch_category(std::string_view cat) { return cat == "cuda_runtime" || cat == "cuda_driver"; }
+
 }  // namespace
 
+void add_kineto_scan(ScanSpec& spec) {
+  spec.args.insert(spec.args.end(),
+                   {arg_key("stream", IntArg::STREAM), arg_key("Collective name", StrArg::COLLECTIVE),
+                    arg_key("Process Group Name", StrArg::PG_NAME),
+                    arg_key("Process Group Description", StrArg::PG_DESC), arg_key("dtype", StrArg::DTYPE),
+                    arg_key("In msg nelems", IntArg::IN_NELEMS), arg_key("Src Rank", IntArg::SRC_RANK),
+                    arg_key("Dst Rank", IntArg::DST_RANK), arg_key("correlation", IntArg::CORRELATION)});
+  // Host-side categories: ops, Python frames, flow arrows. ProfilerStep# markers are cpu_op /
+  // user_annotation ranges every reader wants; launches carry the correlation of their kernel.
+  spec.host_categories.insert(spec.host_categories.end(),
+                              {"cpu_op", "cuda_runtime", "cuda_driver", "python_function", "fwdbwd", "ac2g"});
+  spec.kept_prefixes.push_back(kStepPrefix);
+  spec.link_categories.insert(spec.link_categories.end(), {"cuda_runtime", "cuda_driver"});
+  spec.link = arg_key("correlation", IntArg::CORRELATION);
+  spec.top_keys.push_back("distributedInfo");
+}
+
+void read_kineto_top(const std::string& path, const TopValue& value, std::optional<int64_t>& rank) {
+  if (value.key != "distributedInfo") return;
+  read_top_object(path, value, [&](simdjson::ondemand::object obj) {
+    for (auto f : obj) {
+      const std::string_view k = f.unescaped_key();  // throws on malformed JSON
+      if (k == "rank") rank = as_int(f.value());
+    }
+  });
+}
+
+std::optional<int64_t> kineto_launch(const RawEvent& ev) {
+  if (!launch_category(ev.cat)) return std::nullopt;
+  return arg(ev, IntArg::CORRELATION);
+}
+
 std::optional<int64_t> profiler_step(std::string_view name) {
-  constexpr std::string_view kPrefix = "ProfilerStep#";
-  if (name.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
-  auto digits = name.substr(kPrefix.size());
+  if (!name.starts_with(kStepPrefix)) return std::nullopt;
+  auto digits = name.substr(kStepPrefix.size());
   int64_t step = 0;
   auto r = std::from_chars(digits.data(), digits.data() + digits.size(), step);
   if (r.ec != std::errc{} || r.ptr != digits.data() + digits.size()) return std::nullopt;
@@ -56,8 +130,8 @@ std::optional<Draft> map_kineto(const RawEvent& ev) {
   bool device = ev.cat == "kernel" || ev.cat == "gpu_memcpy" || ev.cat == "gpu_memset" ||
                 ev.cat == "cuda_sync";
   if (!device) return std::nullopt;
-  d.correlation = ev.args.correlation;
-  int64_t stream = ev.args.stream.value_or(-1);
+  d.correlation = arg(ev, IntArg::CORRELATION);
+  int64_t stream = arg(ev, IntArg::STREAM).value_or(-1);
   // Only "Stream Wait Event" makes a device stream wait; Stream/Event/Context Sync
   // (cudaStreamSynchronize…) block the host, even when they name the stream they wait for.
   if (stream < 0 || (ev.cat == "cuda_sync" && ev.name != "Stream Wait Event")) {
@@ -74,15 +148,19 @@ std::optional<Draft> map_kineto(const RawEvent& ev) {
   } else if (ev.cat == "cuda_sync") {
     d.kind = SliceKind::STREAM_WAIT;  // "Stream Wait Event": this stream waits another's event
   } else if (is_nccl_kernel(ev.name)) {
-    d.kind = is_p2p(ev.name, ev.args.collective) ? SliceKind::P2P : SliceKind::COLLECTIVE;
-    d.group = std::string(!ev.args.pg_name.empty() ? ev.args.pg_name : ev.args.pg_desc);
-    if (ev.args.in_nelems && *ev.args.in_nelems > 0) {
-      d.bytes = static_cast<uint64_t>(*ev.args.in_nelems) * dtype_bytes(ev.args.dtype);
+    const std::string_view collective = arg(ev, StrArg::COLLECTIVE), pg_name = arg(ev, StrArg::PG_NAME);
+    d.kind = is_p2p(ev.name, collective) ? SliceKind::P2P : SliceKind::COLLECTIVE;
+    d.op = op_of_collective_name(collective);  // the args name it when present; else the kernel
+    if (d.op == CollectiveOp::OTHER) d.op = op_of_nccl_kernel(ev.name);
+    d.group = std::string(!pg_name.empty() ? pg_name : arg(ev, StrArg::PG_DESC));
+    if (const auto n = arg(ev, IntArg::IN_NELEMS); n && *n > 0) {
+      d.bytes = static_cast<uint64_t>(*n) * dtype_bytes(arg(ev, StrArg::DTYPE));
     }
-    if (ev.args.collective == "send" && ev.args.dst_rank) {
-      d.p2p.push_back({P2PDir::SEND, Rank(static_cast<int32_t>(*ev.args.dst_rank)), 0, std::nullopt});
-    } else if (ev.args.collective == "recv" && ev.args.src_rank) {
-      d.p2p.push_back({P2PDir::RECV, Rank(static_cast<int32_t>(*ev.args.src_rank)), 0, std::nullopt});
+    const auto src = arg(ev, IntArg::SRC_RANK), dst = arg(ev, IntArg::DST_RANK);
+    if (collective == "send" && dst) {
+      d.p2p.push_back({P2PDir::SEND, Rank(static_cast<int32_t>(*dst)), 0, std::nullopt});
+    } else if (collective == "recv" && src) {
+      d.p2p.push_back({P2PDir::RECV, Rank(static_cast<int32_t>(*src)), 0, std::nullopt});
     }
   } else {
     d.kind = SliceKind::COMPUTE;

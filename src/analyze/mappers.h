@@ -1,5 +1,6 @@
 // Per-format field maps from a raw Chrome event to a slice draft. Vendor naming rules (NCCL
-// kernel names, Ascend task types, hcom_ ops) live only in the mapper of their format.
+// kernel names, Ascend task types, hcom_ ops) and the args keys, host categories and top-level
+// values each format needs from the scan (ScanSpec) live only in the mapper of their format.
 #pragma once
 
 #include <map>
@@ -13,8 +14,46 @@
 
 namespace ppstream::analyze::detail {
 
+// The RawArgs slots the mappers fill; which key fills which slot is in each format's map_*.cpp.
+enum class StrArg : uint8_t {
+  KIND, GROUP, EVENT,                     // ours
+  COLLECTIVE, PG_NAME, PG_DESC, DTYPE,    // Kineto NCCL kernels
+  TASK_TYPE, OP_TYPE, DATA_TYPE,          // Ascend hardware tasks, MindSpore CPU ops, HCCL ops
+  COUNT_
+};
+enum class IntArg : uint8_t {
+  BYTES, STEP,                                           // ours
+  STREAM, IN_NELEMS, CORRELATION,                        // Kineto
+  STREAM_ID, COUNT,                                      // Ascend
+  SRC_RANK, DST_RANK,                                    // Kineto "Src Rank", Ascend Plane "src rank"
+  COUNT_
+};
+static_assert(static_cast<size_t>(StrArg::COUNT_) <= kArgSlots && static_cast<size_t>(IntArg::COUNT_) <= kArgSlots);
+constexpr ArgKey arg_key(std::string_view key, StrArg slot) { return {key, ArgKey::STRING, static_cast<uint8_t>(slot)}; }
+constexpr ArgKey arg_key(std::string_view key, IntArg slot) { return {key, ArgKey::INT, static_cast<uint8_t>(slot)}; }
+inline std::string_view arg(const RawEvent& ev, StrArg a) { return ev.args.str[static_cast<size_t>(a)]; }
+inline std::optional<int64_t> arg(const RawEvent& ev, IntArg a) { return ev.args.num[static_cast<size_t>(a)]; }
+
+// Each format adds what it needs from the scan; the reader scans with the union of all three.
+void add_ppstream_scan(ScanSpec& spec);
+void add_kineto_scan(ScanSpec& spec);
+void add_ascend_scan(ScanSpec& spec);
+
+// Our traces' otherData.ppstream (or metadata.ppstream) object (trace_format.h).
+struct PPStreamMeta {
+  bool present = false;
+  int64_t version = 0;
+  std::string producer, clock, metrics_json;
+  std::vector<std::pair<int64_t, int32_t>> pp_ranks;  // rank → pp_rank
+};
+// Reads `meta` from a top-level value; values that are not ours are ignored. Throws TraceError.
+void read_ppstream_top(const std::string& path, const TopValue& value, PPStreamMeta& meta);
+// Kineto: distributedInfo.rank from a top-level value; other values are ignored. Throws TraceError.
+void read_kineto_top(const std::string& path, const TopValue& value, std::optional<int64_t>& rank);
+
 struct Draft {
   SliceKind kind = SliceKind::COMPUTE;
+  CollectiveOp op = CollectiveOp::OTHER;  // communication: what it does (timeline.h)
   int64_t stream_id = 0;
   std::string stream_name;  // default name; thread_name metadata may replace it
   std::string group;
@@ -29,6 +68,9 @@ struct Draft {
 std::optional<Draft> map_ppstream(const std::string& path, const RawEvent& ev);
 // PyTorch Kineto device events: kernels, memcpy/memset, cuda_sync with a stream.
 std::optional<Draft> map_kineto(const RawEvent& ev);
+// A Kineto kernel launch (cuda_runtime / cuda_driver): its correlation id, which the device
+// slice it launched carries too.
+std::optional<int64_t> kineto_launch(const RawEvent& ev);
 // An event no format claimed during the scan, kept until the process names are known:
 // Ascend trace_view and MindSpore lay their lanes out by process ("Ascend Hardware", "HCCL",
 // "CPU OP"), and the metadata naming the processes may come after the events.
@@ -46,10 +88,8 @@ struct LaneNames {
   std::map<int64_t, std::string> process;                      // pid → process_name
   std::map<std::pair<int64_t, int64_t>, std::string> thread;   // (pid, tid) → thread_name
 };
-// Bytes of `count` elements of an Ascend data_type ("FP32", "BF16", "INT8", …); 0 when unknown.
-uint64_t ascend_bytes(std::optional<int64_t> count, std::string_view data_type);
-// True when a scanned event may belong to an Ascend / MindSpore lane (kept as a LaneEvent).
-bool lane_candidate(const RawEvent& ev);
+// A scanned event that may belong to an Ascend / MindSpore lane, kept as a LaneEvent; else absent.
+std::optional<LaneEvent> ascend_lane_event(const RawEvent& ev, StringTable& strings);
 // Maps one trace's lane events into `tl` by the Ascend lane model (docs/analyze.md): hardware
 // tasks by task type, HCCL "Group N Communication" ops as communication (their hardware tasks on
 // the HCCL stream named after the op that encloses them), "Plane N" tasks' src/dst rank as the

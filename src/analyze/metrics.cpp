@@ -80,11 +80,11 @@ RankMetrics rank_metrics(const TraceSet& set, const P2PPairs& pairs, const RankT
       // Compute blocked on a reduction: the wait ends when a reduction on another stream does.
       if (s.stream == cs) {
         auto rel = releaser(tl, cs, s.start_ns, s.end_ns(), tol);
-        if (rel && is_reduction(set, tl.slices[*rel])) exposed += s.dur_ns;
+        if (rel && is_reduction(tl.slices[*rel])) exposed += s.dur_ns;
       }
       continue;
     }
-    if (is_reduction(set, s)) {
+    if (is_reduction(s)) {
       reduce.push_back(iv);
       if (s.stream == cs) exposed += s.dur_ns;  // issued and run on the compute stream itself
     }

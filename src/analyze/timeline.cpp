@@ -25,6 +25,20 @@ std::optional<SliceKind> parse_slice_kind(std::string_view s) {
   return std::nullopt;
 }
 
+const char* to_string(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::OTHER: return "other";
+    case CollectiveOp::ALL_REDUCE: return "all-reduce";
+    case CollectiveOp::REDUCE_SCATTER: return "reduce-scatter";
+    case CollectiveOp::ALL_GATHER: return "all-gather";
+    case CollectiveOp::BROADCAST: return "broadcast";
+    case CollectiveOp::SEND: return "send";
+    case CollectiveOp::RECV: return "recv";
+    case CollectiveOp::REDUCE: return "reduce";
+  }
+  return "?";
+}
+
 StringTable::StringTable() { intern(""); }
 
 uint32_t StringTable::intern(std::string_view s) {

@@ -22,9 +22,7 @@ std::vector<P2PPart> parse_batch_parts(std::string_view text) {
     throw TraceError(fmt::format("P2P text '{}': expected a BATCH instruction", text));
   }
   for (const P2POp& op : in.p2p) {
-    const bool send = op.kind == P2PKind::SEND_F || op.kind == P2PKind::SEND_B;
-    const char phase = op.kind == P2PKind::SEND_F || op.kind == P2PKind::RECV_F ? 'F' : 'B';
-    parts.push_back({send ? P2PDir::SEND : P2PDir::RECV, op.peer, phase, op});
+    parts.push_back({is_send(op.kind) ? P2PDir::SEND : P2PDir::RECV, op.peer, is_forward(op.kind) ? 'F' : 'B', op});
   }
   return parts;
 }

@@ -209,7 +209,7 @@ SimMetrics compute_metrics(const ProgramSet& set, const EngineResult& run, const
       const bool on_compute = i.stream == "compute";
       rm.step_end_ms = std::max(rm.step_end_ms, ti.end_ms);
       if (is_work(i.op)) {
-        rm.compute_busy_ms += ti.end_ms - ti.start_ms;
+        rm.compute_ms += ti.end_ms - ti.start_ms;
         compute.emplace_back(ti.start_ms, ti.end_ms);
       }
       if (i.op == OpKind::REDUCE_GRAD) reduce.emplace_back(ti.start_ms, ti.end_ms);
@@ -246,10 +246,10 @@ SimMetrics compute_metrics(const ProgramSet& set, const EngineResult& run, const
     comm_total += rm.reduce_comm_ms;
     overlap_total += rm.reduce_overlap_ms;
     m.reduce_exposed_ms = std::max(m.reduce_exposed_ms, rm.reduce_exposed_ms);
-    m.ideal_compute_ms = std::max(m.ideal_compute_ms, rm.compute_busy_ms);
+    m.ideal_compute_ms = std::max(m.ideal_compute_ms, rm.compute_ms);
     // Clamped: a fully busy rank's summed durations may exceed the step by a rounding error, and
     // the analyzer refuses a trace whose own bubble_ratio lies outside [0, 1].
-    if (m.step_time_ms > 0) m.bubble_ratio += std::clamp((m.step_time_ms - rm.compute_busy_ms) / m.step_time_ms, 0.0, 1.0);
+    if (m.step_time_ms > 0) m.bubble_ratio += std::clamp((m.step_time_ms - rm.compute_ms) / m.step_time_ms, 0.0, 1.0);
     m.ranks.push_back(std::move(rm));
   }
   if (!m.ranks.empty()) m.bubble_ratio /= static_cast<double>(m.ranks.size());

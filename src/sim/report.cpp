@@ -25,7 +25,7 @@ json rank_json(const RankMetrics& r) {
   json j = {{"rank", r.rank.v},
             {"pp_rank", r.pp_rank},
             {"step_end_ms", r.step_end_ms},
-            {"compute_busy_ms", r.compute_busy_ms},
+            {"compute_ms", r.compute_ms},
             {"compute_wait_ms", r.compute_wait_ms},
             {"reduce_exposed_ms", r.reduce_exposed_ms},
             {"reduce_comm_ms", r.reduce_comm_ms},

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ppstream/analyze/timeline.h"
+#include "ppstream/program/rank_figures.h"
 
 namespace ppstream::analyze {
 
@@ -48,9 +49,12 @@ struct P2PWait {
   bool paired = true;
 };
 
-// All metrics of one rank over the analyzed window.
-struct RankMetrics {
-  Rank rank;
+// All metrics of one rank over the analyzed window: the figures the simulator also reports
+// (RankFigures, program/rank_figures.h: compute_ms = |union of compute slices|, the producer's
+// "Computing"; compute_wait_ms = Σ stream waits on compute_stream; reduce_*: reductions are
+// is_reduction slices, reduce_exposed_ms counting those on compute_stream and its waits a
+// reduction released) and the analyzer's own.
+struct RankMetrics : RankFigures {
   std::optional<int32_t> pp_rank;
   std::string compute_stream;  // the stream with the most compute time
   double step_time_ms = 0;     // host step (marker duration; whole trace: the mean marker duration);
@@ -60,12 +64,10 @@ struct RankMetrics {
                                // (the producer's "Stage")
   double span_ms = 0;          // first start → last end of the window's device slices (any kind)
   std::optional<double> preparing_ms;  // device step start − host step start ("Preparing")
-  double compute_ms = 0;       // |union of compute slices| (the producer's "Computing")
   double comm_ms = 0;          // |union of communication slices| ("Communication")
   double overlapped_ms = 0;    // |comm ∩ compute| ("Overlapped")
   double comm_not_overlapped_ms = 0;  // comm_ms − overlapped_ms ("Communication(Not Overlapped)")
   double free_ms = 0;          // device_step_ms − compute_ms − comm_not_overlapped_ms ("Free")
-  double compute_wait_ms = 0;  // Σ stream waits on compute_stream
   double stream_wait_ms = 0;   // Σ stream waits on all streams
   double pp_wait_ms = 0;       // Σ P2PWait::wait_ms over receiving P2P slices
   double pp_transfer_ms = 0;   // Σ P2PWait::transfer_ms
@@ -73,13 +75,9 @@ struct RankMetrics {
   int64_t p2p_unpaired = 0;    // receiving slices without a paired send (counted whole)
   double bubble_ms = 0;        // max(step_time_ms, extent) − compute_ms, extent = marker start → last end
   double bubble_ratio = 0;     // bubble_ms / max(step_time_ms, extent), in [0, 1]
-  // Reductions = collectives named *reduce* (REDUCE_GRAD, allReduce, ReduceScatter).
-  double reduce_exposed_ms = 0;      // compute stream blocked on reductions (DESIGN.md): reduction
-                                     // slices on it + its waits released by a reduction
-  double reduce_comm_ms = 0;         // |reduction slices|
-  double reduce_overlap_ms = 0;      // |reduction slices ∩ compute|
+  // Reductions = collectives whose op is all-reduce, reduce-scatter or reduce (is_reduction,
+  // timeline.h: REDUCE_GRAD, hcom_allReduce, ncclKernel_ReduceScatter…; never UNSHARD / all-gather).
   double reduce_unoverlapped_ms = 0; // reduce_comm_ms − reduce_overlap_ms (HTA-style "exposed")
-  std::optional<double> reduce_overlap_ratio;  // reduce_overlap_ms / reduce_comm_ms
   std::vector<StreamMetrics> streams;
   std::vector<OverlapMetrics> overlap;  // "all", "collective", "p2p", then per group
 };

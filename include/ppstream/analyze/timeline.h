@@ -28,6 +28,18 @@ enum class SliceKind : uint8_t { COMPUTE, COLLECTIVE, P2P, STREAM_WAIT, HOST, ME
 const char* to_string(SliceKind k);
 std::optional<SliceKind> parse_slice_kind(std::string_view s);  // "compute", "p2p", …
 
+// What a communication slice does, classified once by its format's mapper from the producer's
+// own vocabulary (docs/analyze.md "Reductions"): NCCL kernel names and Kineto's "Collective name",
+// HCCL hcom_<op> names, MindSpore communication primitives, our instructions' ops. REDUCE is any
+// other reduction: a rooted reduce (ncclReduce, hcom_reduce) or our REDUCE_GRAD (reduce-scatter
+// in the shard group, then all-reduce in the replicate group; a trace does not say which ran).
+enum class CollectiveOp : uint8_t { OTHER, ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST, SEND, RECV, REDUCE };
+const char* to_string(CollectiveOp op);  // "all-reduce", "reduce-scatter", …, "other"
+// A reduction sums data across ranks: all-reduce, reduce-scatter and reduce (gradient reductions).
+constexpr bool is_reduction(CollectiveOp op) {
+  return op == CollectiveOp::ALL_REDUCE || op == CollectiveOp::REDUCE_SCATTER || op == CollectiveOp::REDUCE;
+}
+
 // Interns strings once at read time so slices hold 4-byte ids; id 0 is always "".
 class StringTable {
  public:
@@ -57,6 +69,7 @@ struct Slice {
   int64_t dur_ns = 0;
   uint32_t stream = 0;  // index into RankTimeline::streams
   SliceKind kind = SliceKind::COMPUTE;
+  CollectiveOp op = CollectiveOp::OTHER;  // COLLECTIVE and P2P slices: what they do, when known
   uint32_t name = 0;    // interned: our format's canonical instruction text, or the kernel name
   uint32_t group = 0;   // interned communication group ("" when none or unknown)
   uint32_t event = 0;   // interned event a STREAM_WAIT waits for ("" when unknown)
@@ -74,6 +87,9 @@ struct Slice {
   // [0, kMaxDurNs], so start, end and any difference of two of them fit in int64.
   int64_t end_ns() const { return start_ns + dur_ns; }
 };
+
+// The reduction figures' slices (docs/analyze.md "Reductions"): collectives whose op reduces.
+inline bool is_reduction(const Slice& s) { return s.kind == SliceKind::COLLECTIVE && is_reduction(s.op); }
 
 inline constexpr int64_t kMaxAbsTsNs = int64_t{4'000'000'000'000'000'000};  // 4e15 µs ≈ 126 years
 inline constexpr int64_t kMaxDurNs = int64_t{7} * 24 * 3600 * 1'000'000'000;  // 7 days

@@ -5,11 +5,12 @@
 //   compute_wait_ms       per rank: time a compute stream is blocked — at the head on a WAIT
 //                         (EVENT_WAIT) or inside a collective issued on it (CommHandle.wait)
 //   pp_wait_ms            per BATCH with a receive: posted → matched (peer posted its mirror)
-//   bubble_ratio          mean over ranks of (step − busy time) / step, busy = F, B, OPT_STEP
-//   bubble_over_ideal     (step − ideal) / ideal, ideal = the busiest rank's busy time
+//   compute_ms            per rank: F, B, I, W and OPT_STEP time (RankFigures)
+//   bubble_ratio          mean over ranks of (step − compute_ms) / step
+//   bubble_over_ideal     (step − ideal) / ideal, ideal = the largest compute_ms
 //   reduce_exposed_ms     per rank: compute blocked on reductions (inline REDUCE_GRAD on compute,
 //                         or compute WAIT on a RECORD that follows a REDUCE_GRAD); top level: max
-//   reduce_overlap_ratio  |REDUCE_GRAD intervals ∩ busy intervals| / |REDUCE_GRAD intervals|
+//   reduce_overlap_ratio  |REDUCE_GRAD intervals ∩ compute intervals| / |REDUCE_GRAD intervals|
 //                         (per rank, and summed over ranks at top level)
 //   critical_path         the chain of instructions that fixed the step end, walked back through
 //                         stream order, event waits, P2P matches and collective arrivals
@@ -23,6 +24,7 @@
 
 #include "ppstream/engine/engine.h"
 #include "ppstream/program/ir.h"
+#include "ppstream/program/rank_figures.h"
 
 namespace ppstream::sim {
 
@@ -51,16 +53,11 @@ struct P2PTiming {
   double pp_wait_ms() const { return matched_ms - posted_ms; }
 };
 
-struct RankMetrics {
-  Rank rank;
+// A rank's figures (the ones the analyzer also reports are RankFigures, program/rank_figures.h:
+// compute_ms, compute_wait_ms, reduce_*; reductions are its REDUCE_GRADs) and the simulator's own.
+struct RankMetrics : RankFigures {
   int32_t pp_rank = 0;
-  double step_end_ms = 0;        // the rank's last instruction end
-  double compute_busy_ms = 0;
-  double compute_wait_ms = 0;
-  double reduce_exposed_ms = 0;
-  double reduce_comm_ms = 0;     // total REDUCE_GRAD interval length
-  double reduce_overlap_ms = 0;  // its intersection with F/B
-  std::optional<double> reduce_overlap_ratio;  // none without reductions
+  double step_end_ms = 0;  // the rank's last instruction end
   std::optional<StreamWait> longest_compute_wait;
 };
 

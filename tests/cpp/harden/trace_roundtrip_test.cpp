@@ -42,7 +42,7 @@ TEST(HardenTraceRoundTrip, EveryGridConfigReadsBackTheSimulatorsMetrics) {
       auto ar = std::find_if(a.total.ranks.begin(), a.total.ranks.end(),
                              [&](const analyze::RankMetrics& m) { return m.rank == sr.rank; });
       ASSERT_NE(ar, a.total.ranks.end()) << "rank " << sr.rank.v;
-      EXPECT_NEAR(ar->compute_ms, sr.compute_busy_ms, kTolMs) << "rank " << sr.rank.v;
+      EXPECT_NEAR(ar->compute_ms, sr.compute_ms, kTolMs) << "rank " << sr.rank.v;
       EXPECT_NEAR(ar->compute_wait_ms, sr.compute_wait_ms, kTolMs) << "rank " << sr.rank.v;
     }
     ++checked;
