@@ -53,18 +53,15 @@ ProgramSet place_reductions(ProgramSet out, const PipelineConfig& cfg) {
       after.emplace(send_pos, make_event(OpKind::RECORD, "reduce", done));
       drain.push_back(make_event(OpKind::WAIT, "compute", done));
     }
-    std::vector<Instr> result;
-    result.reserve(p.instrs.size() + after.size() + drain.size() + sync_tail.size());
+    // After-items first: at one boundary they precede the drain before an OPT_STEP.
+    std::vector<std::pair<size_t, Instr>> items;
+    for (auto& [k, in] : after) items.emplace_back(k + 1, std::move(in));
     for (size_t k = 0; k < p.instrs.size(); ++k) {
-      if (p.instrs[k].op == OpKind::OPT_STEP) {
-        result.insert(result.end(), drain.begin(), drain.end());
-        result.insert(result.end(), sync_tail.begin(), sync_tail.end());
-      }
-      result.push_back(std::move(p.instrs[k]));
-      auto [lo, hi] = after.equal_range(k);
-      for (auto it = lo; it != hi; ++it) result.push_back(std::move(it->second));
+      if (p.instrs[k].op != OpKind::OPT_STEP) continue;
+      for (const Instr& in : drain) items.emplace_back(k, in);
+      for (const Instr& in : sync_tail) items.emplace_back(k, in);
     }
-    p.instrs = std::move(result);
+    insert_before(p.instrs, std::move(items));
   }
   return out;
 }

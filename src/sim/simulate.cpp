@@ -167,6 +167,7 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
       if (trial == 0) {
         MetricsOptions mo;
         mo.detail = replica0;
+        mo.topology = &topo;
         pr.metrics = compute_metrics(s, run, model, mo);
         pr.engine_events = run.events_processed;
         pr.engine_wall_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
