@@ -1,5 +1,6 @@
 // Small constructors shared by the lowering passes (one spelling of every event name).
 #include "passes.h"
+#include "ppstream/program/streams.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +13,7 @@ namespace ppstream::lower {
 Instr make_compute(OpKind op, Microbatch mb, Stage s) {
   Instr i;
   i.op = op;
-  i.stream = "compute";
+  i.stream = streams::kCompute;
   i.mb = mb;
   i.stage = s;
   return i;

@@ -24,6 +24,7 @@
 #include "passes.h"
 #include "ppstream/program/deps.h"
 #include "ppstream/schedule/schedule.h"
+#include "ppstream/program/streams.h"
 
 namespace ppstream::lower {
 namespace {
@@ -345,7 +346,7 @@ void emit_batches(ProgramSet& set, const Units& u, Batches& batches) {
       for (auto& ops : batches[pi][slot]) {
         Instr b;
         b.op = OpKind::BATCH;
-        b.stream = "compute";
+        b.stream = streams::kCompute;
         b.p2p = std::move(ops);
         result.push_back(std::move(b));
       }

@@ -16,16 +16,17 @@
 
 #include "passes.h"
 #include "ppstream/program/deps.h"
+#include "ppstream/program/streams.h"
 
 namespace ppstream::lower {
 namespace {
 
 std::string stream_for(const std::vector<P2POp>& ops, int32_t rank, int32_t pp, P2PTransport t) {
-  if (t != P2PTransport::MULTI_STREAM) return "p2p";
+  if (t != P2PTransport::MULTI_STREAM) return std::string(streams::kP2P);
   const auto send = std::find_if(ops.begin(), ops.end(), [](const P2POp& op) { return is_send(op.kind); });
   const int32_t q = (send != ops.end() ? *send : ops.front()).peer.v;
   const int32_t edge = (q == (rank + 1) % pp) ? rank : q;
-  return fmt::format("p2p.{}", edge);
+  return streams::p2p_edge(edge);
 }
 
 // The event a receive's RECORD names (its consumer's WAIT names the same), and its key.
@@ -53,7 +54,7 @@ ProgramSet assign_p2p_streams(ProgramSet out, const PipelineConfig& cfg) {
       if (is_compute(i.op)) {
         for (const Need& n : needs_of(i.op, i.mb, i.stage, cfg.num_stages())) {
           if (!n.recv || pending_recv.erase(recv_key(*n.recv, i.mb, i.stage)) == 0) continue;
-          result.push_back(make_event(OpKind::WAIT, "compute", recv_event(*n.recv, i.mb, i.stage)));
+          result.push_back(make_event(OpKind::WAIT, streams::kCompute, recv_event(*n.recv, i.mb, i.stage)));
         }
         result.push_back(std::move(i));
         continue;
@@ -74,7 +75,7 @@ ProgramSet assign_p2p_streams(ProgramSet out, const PipelineConfig& cfg) {
         for (const P2POp& op : ops) {
           if (!is_send(op.kind)) continue;
           std::string ev = mb_stage_event(op.kind == P2PKind::SEND_F ? "fwd_out" : "bwd_out", op.mb, op.stage);
-          result.push_back(make_event(OpKind::RECORD, "compute", ev));
+          result.push_back(make_event(OpKind::RECORD, streams::kCompute, ev));
           result.push_back(make_event(OpKind::WAIT, stream, std::move(ev)));
         }
         Instr b = i;  // the BATCH without its ops
@@ -93,7 +94,7 @@ ProgramSet assign_p2p_streams(ProgramSet out, const PipelineConfig& cfg) {
         } else {
           std::string ev = fmt::format("batch_done[{}]", batch_counter++);
           result.push_back(make_event(OpKind::RECORD, stream, ev));
-          result.push_back(make_event(OpKind::WAIT, "compute", std::move(ev)));
+          result.push_back(make_event(OpKind::WAIT, streams::kCompute, std::move(ev)));
         }
       }
     }

@@ -9,6 +9,7 @@
 
 #include "ppstream/config/config.h"
 #include "ppstream/program/ir.h"
+#include "ppstream/program/streams.h"
 
 namespace ppstream::lower {
 

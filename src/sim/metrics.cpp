@@ -13,6 +13,7 @@
 #include "ppstream/program/deps.h"
 #include "ppstream/program/format.h"
 #include "ppstream/program/intervals.h"
+#include "ppstream/program/streams.h"
 #include "engine/topology.h"
 
 namespace ppstream::sim {
@@ -218,7 +219,7 @@ SimMetrics compute_metrics(const ProgramSet& set, const EngineResult& run, const
     for (size_t k = 0; k < prog.instrs.size(); ++k) {
       const Instr& i = prog.instrs[k];
       const InstrTiming& ti = run.timing[p][k];
-      const bool on_compute = i.stream == "compute";
+      const bool on_compute = i.stream == streams::kCompute;
       rm.step_end_ms = std::max(rm.step_end_ms, ti.end_ms);
       if (is_work(i.op)) {
         rm.compute_busy_ms += ti.end_ms - ti.start_ms;

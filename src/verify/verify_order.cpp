@@ -12,6 +12,7 @@
 #include "ppstream/program/deps.h"
 #include "verify/report.h"
 #include "verify/vector_clock.h"
+#include "ppstream/program/streams.h"
 
 namespace ppstream::verify_detail {
 namespace {
@@ -163,7 +164,7 @@ class RankChecker {
     if (idx_.opt == kNone) return;
     std::vector<int32_t> must = idx_.reduces;
     for (int32_t r : idx_.reshards)
-      if (prog_.instrs[r].stream != "compute") must.push_back(r);
+      if (prog_.instrs[r].stream != streams::kCompute) must.push_back(r);
     for (int32_t x : must)
       if (!clocks_.hb(x, idx_.opt))
         rep_.add("drain", p_, idx_.opt,

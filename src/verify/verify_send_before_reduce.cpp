@@ -9,12 +9,13 @@
 
 #include "ppstream/program/deps.h"
 #include "verify/report.h"
+#include "ppstream/program/streams.h"
 
 namespace ppstream::verify_detail {
 namespace {
 
-constexpr const char* kCompute = "compute";
-constexpr const char* kReduce = "reduce";
+using streams::kCompute;
+using streams::kReduce;
 
 struct LastSend {
   int32_t batch = kNone;  // BATCH holding SEND_B of the stage's last backward
