@@ -66,11 +66,18 @@ double exponent(const std::vector<Sample>& v, bool cpu) {
   return (k * sxy - sx * sy) / (k * sxx - sx * sx);
 }
 
+// The exponent the same fit gives for a time of exactly n·log n at these sizes (the bound the
+// issue sets): k above it means faster growth than n·log n.
+double nlogn_exponent(std::vector<Sample> v) {
+  for (Sample& s : v) s.cpu_seconds = s.n * std::log(s.n);
+  return exponent(v, true);
+}
+
 void print(const char* title, const char* n_name, const std::vector<Sample>& v) {
   std::printf("%s\n%12s %10s %10s %12s\n", title, n_name, "wall_s", "cpu_s", "peak_rss_mib");
   for (const Sample& s : v) std::printf("%12.0f %10.3f %10.3f %12.1f\n", s.n, s.seconds, s.cpu_seconds, s.rss_mib);
-  std::printf("fitted exponent (time ~ n^k): k = %.2f on cpu_s, %.2f on wall_s\n\n", exponent(v, true),
-              exponent(v, false));
+  std::printf("fitted exponent (time ~ n^k): k = %.2f on cpu_s, %.2f on wall_s (n log n at these sizes: k = %.2f)\n\n",
+              exponent(v, true), exponent(v, false), nlogn_exponent(v));
 }
 
 void bench_sim() {

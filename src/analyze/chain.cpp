@@ -1,6 +1,7 @@
 // Walks a stream wait back across ranks: wait → the slice whose end released it → for a P2P
 // receive, the peer's matching send (per channel, in order) → why that send started late → …
 #include "chain.h"
+#include "ppstream/program/streams.h"
 
 #include <fmt/format.h>
 
@@ -301,7 +302,7 @@ class Walker {
 
 uint32_t compute_stream(const RankTimeline& tl) {
   for (size_t i = 0; i < tl.streams.size(); ++i) {
-    if (tl.streams[i].name == "compute") return static_cast<uint32_t>(i);
+    if (tl.streams[i].name == streams::kCompute) return static_cast<uint32_t>(i);
   }
   std::vector<int64_t> busy(tl.streams.size(), 0);
   for (const auto& s : tl.slices) {

@@ -23,7 +23,7 @@ class Builder {
       if (is_collective(in.op) && tab_.kind == CommQueues::ONE_PER_RANK) {
         const int32_t u = add(g, kNone, 0, last_);
         tab_.unit_of_instr[g] = u;
-        tab_.unit_of_coll[t_.aux[g]] = u;
+        tab_.unit_of_coll[t_.collective_slot(g)] = u;
       }
     }
   }
@@ -35,7 +35,7 @@ class Builder {
   int32_t last_ = kNone;                                // ONE_PER_RANK: last unit of the rank
 
   void batch(int32_t g, const Instr& in) {
-    const int32_t first = t_.aux[g];
+    const int32_t first = t_.first_op(g);
     const auto n = static_cast<int32_t>(in.p2p.size());
     if (tab_.kind == CommQueues::ONE_PER_RANK) {
       const int32_t u = add(g, kNone, n, last_);
@@ -78,7 +78,7 @@ CommQueueTable build_comm_queues(const Topology& t, CommQueues kind) {
   tab.kind = kind;
   if (!tab.active()) return tab;
   tab.unit_of_op.assign(t.op_instr.size(), kNone);
-  tab.unit_of_instr.assign(t.aux.size(), kNone);
+  tab.unit_of_instr.assign(t.stream_of.size(), kNone);  // one per global instruction
   tab.unit_of_coll.assign(t.coll.size(), kNone);
   Builder b(t, tab);
   for (int32_t p = 0; p < t.programs(); ++p) b.program(p);

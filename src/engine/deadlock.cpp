@@ -74,7 +74,7 @@ class Diagnosis {
 
   void describe_wait(int32_t p, int32_t i, Blocked& b) const {
     const Instr& in = instr(p, i);
-    const int32_t e = topo_.event_base[p] + topo_.aux[topo_.global(p, i)];
+    const int32_t e = topo_.event_slot(p, i);
     const int32_t rec = topo_.event_first_record[e];
     if (rec == kNone) {
       b.waiting_for = fmt::format("event {} never recorded on r{}", in.event, b.rank.v);
@@ -87,11 +87,11 @@ class Diagnosis {
 
   void describe_batch(int32_t p, int32_t i, Blocked& b) const {
     const Instr& in = instr(p, i);
-    const int32_t first = topo_.aux[topo_.global(p, i)];
+    const int32_t first = topo_.first_op(topo_.global(p, i));
     if (held_by_queue(p, i, b)) return;
     for (int32_t k = 0; k < static_cast<int32_t>(in.p2p.size()); ++k) {
       const int32_t op = first + k;
-      if (st_.matched[op] >= 0) continue;
+      if (happened(st_.matched[op])) continue;
       const P2POp& mine = in.p2p[k];
       b.waits_on_rank = mine.peer;
       const int32_t m = topo_.mirror[op];
@@ -121,7 +121,7 @@ class Diagnosis {
     if (!q.active()) return false;
     const int32_t g = topo_.global(p, i);
     for (auto u = static_cast<size_t>(q.unit_of_instr[g]); u < q.units.size() && q.units[u].g == g; ++u) {
-      if (st_.unit_held_since[u] < 0) continue;
+      if (!st_.unit_held_since[u]) continue;
       const int32_t prev = q.units[static_cast<size_t>(q.units[u].prev)].g;
       const int32_t ip = prev - topo_.instr_base[p];
       b.waiting_for = fmt::format("{}: {}, issued earlier there, has not finished", queue_name(q.units[u]), where(p, ip));
@@ -158,13 +158,14 @@ class Diagnosis {
 
   void describe_collective(int32_t p, int32_t i, Blocked& b) const {
     const int32_t g = topo_.global(p, i);
-    const CollectiveSlot& slot = topo_.coll[topo_.aux[g]];
-    if (const int32_t prev = st_.comm_blocker(topo_.aux[g]); st_.comm_held_since[topo_.aux[g]] >= 0 && prev != kNone) {
+    const int32_t cs = topo_.collective_slot(g);
+    const CollectiveSlot& slot = topo_.coll[cs];
+    if (const int32_t prev = st_.comm_blocker(cs); st_.comm_held_since[cs] && prev != kNone) {
       const int32_t ip = prev - topo_.instr_base[p];
       b.waiting_for =
           st_.queues.active()
               ? fmt::format("{}: {}, issued earlier there, has not finished",
-                            queue_name(st_.queues.units[static_cast<size_t>(st_.queues.unit_of_coll[topo_.aux[g]])]),
+                            queue_name(st_.queues.units[static_cast<size_t>(st_.queues.unit_of_coll[cs])]),
                             where(p, ip))
               : fmt::format("communicator order: {}, issued earlier on the same communicator, has not finished",
                             where(p, ip));
@@ -190,7 +191,7 @@ class Diagnosis {
       if (gm == kNone) {
         const int32_t pm = topo_.prog_of_rank(ranks[j]);
         missing.push_back(fmt::format("r{} (issues only {} {}-group collectives)", ranks[j].v,
-                                      topo_.group_seq[static_cast<int>(ci.kind)][pm].size(), to_string(ci.kind)));
+                                      topo_.group_seq[ci.kind][pm].size(), to_string(ci.kind)));
         if (!b.waits_on_rank) b.waits_on_rank = ranks[j];
         continue;
       }

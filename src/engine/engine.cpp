@@ -24,19 +24,19 @@ EngineState::EngineState(const ProgramSet& s, const Topology& t, const Platform&
   host_next.assign(n, 0);
   host_blocked_on.assign(n, kNone);
   head.assign(t.stream_list_base.begin(), t.stream_list_base.end() - 1);
-  fired.assign(t.event_first_record.size(), -1.0);
-  posted.assign(t.op_instr.size(), -1.0);
-  matched.assign(t.op_instr.size(), -1.0);
+  fired.assign(t.event_first_record.size(), kNotYet);
+  posted.assign(t.op_instr.size(), kNotYet);
+  matched.assign(t.op_instr.size(), kNotYet);
   batch_left.assign(t.op_instr.size(), 0);
   batch_last.assign(t.op_instr.size(), 0.0);
   inst_arrived.assign(t.instances.size(), 0);
   inst_time.assign(t.instances.size(), 0.0);
   inst_done.assign(t.instances.size(), 0);
   coll_phase.assign(t.coll.size(), 0);
-  comm_held_since.assign(t.coll.size(), -1.0);
-  comm_free.assign(t.coll.size(), {-1.0, -1.0});
-  unit_end.assign(queues.units.size(), -1.0);
-  unit_held_since.assign(queues.units.size(), -1.0);
+  comm_held_since.assign(t.coll.size(), std::nullopt);
+  comm_free.assign(t.coll.size(), PerGroup<std::optional<double>>{});
+  unit_end.assign(queues.units.size(), std::nullopt);
+  unit_held_since.assign(queues.units.size(), std::nullopt);
   unit_left.assign(queues.units.size(), 0);
   unit_last.assign(queues.units.size(), 0.0);
   res.timing.resize(n);
@@ -46,10 +46,10 @@ EngineState::EngineState(const ProgramSet& s, const Topology& t, const Platform&
 bool EngineState::arrived_at(int32_t g, int32_t inst) const {
   const int32_t p = topo.prog_of_global(g);
   if (timing(p, g - topo.instr_base[p]).start_ms < 0) return false;
-  const int32_t cs = topo.aux[g];
+  const int32_t cs = topo.collective_slot(g);
   const CollectiveSlot& slot = topo.coll[cs];
   for (uint8_t j = 0; j < slot.n; ++j) {
-    if (slot.inst[j] == inst) return !(coll_phase[cs] == j && comm_held_since[cs] >= 0);
+    if (slot.inst[j] == inst) return !(coll_phase[cs] == j && comm_held_since[cs]);
     if (!inst_done[slot.inst[j]]) return false;
   }
   return false;
@@ -68,10 +68,9 @@ int32_t EngineState::comm_blocker(int32_t cs) const {
     return u == kNone ? kNone : queues.units[static_cast<size_t>(u)].g;
   }
   const uint8_t mask = phase_comms(cs, coll_phase[cs]);
-  for (int kind = 0; kind < 2; ++kind) {
+  for (GroupKind kind : kGroupKinds) {
     const int32_t prev = slot.prev[kind];
-    if ((mask & comm_bit(static_cast<GroupKind>(kind))) && prev != kNone && comm_free[topo.aux[prev]][kind] < 0)
-      return prev;
+    if ((mask & comm_bit(kind)) && prev != kNone && !comm_free[topo.collective_slot(prev)][kind]) return prev;
   }
   return kNone;
 }
@@ -153,8 +152,8 @@ class Runner {
     InstrTiming& tm = st_.timing(p, i);
     switch (in.op) {
       case OpKind::WAIT: {
-        const int32_t e = st_.topo.event_base[p] + st_.topo.aux[st_.topo.global(p, i)];
-        if (st_.platform.events_enforced() && st_.fired[e] < 0) return;  // woken by the RECORD
+        const int32_t e = st_.topo.event_slot(p, i);
+        if (st_.platform.events_enforced() && !happened(st_.fired[e])) return;  // woken by the RECORD
         tm.start_ms = t;
         schedule(p, i, t);
         return;
@@ -186,7 +185,7 @@ class Runner {
       schedule(p, i, t + batch_ms(p, i));
       return;
     }
-    const int32_t first = st_.topo.aux[g];
+    const int32_t first = st_.topo.first_op(g);
     st_.batch_left[first] = n;
     st_.batch_last[first] = t;
     if (st_.queues.active()) {
@@ -216,9 +215,9 @@ class Runner {
   // Posts the ops of BATCH unit u at max(t, the end of the unit before it on its queue).
   void post_unit(int32_t u, double t) {
     const QueueUnit& qu = st_.queues.units[static_cast<size_t>(u)];
-    if (qu.prev != kNone) t = std::max(t, st_.unit_end[static_cast<size_t>(qu.prev)]);
-    st_.unit_held_since[static_cast<size_t>(u)] = -1.0;
-    const int32_t first = st_.topo.aux[qu.g];
+    if (qu.prev != kNone) t = std::max(t, st_.unit_end[static_cast<size_t>(qu.prev)].value());
+    st_.unit_held_since[static_cast<size_t>(u)].reset();
+    const int32_t first = st_.topo.first_op(qu.g);
     const auto n = static_cast<int32_t>(st_.topo.instr(qu.g).p2p.size());
     for (int32_t k = 0; k < n; ++k)
       if (st_.queues.unit_of_op[first + k] == u) st_.post_work.emplace_back(first + k, t);
@@ -229,20 +228,19 @@ class Runner {
     st_.unit_end[static_cast<size_t>(u)] = t;
     const int32_t next = st_.queues.units[static_cast<size_t>(u)].next;
     if (next == kNone) return;
-    const double held = st_.unit_held_since[static_cast<size_t>(next)];
-    if (held >= 0 && st_.queues.units[static_cast<size_t>(next)].ops > 0) {
-      post_unit(next, held);
+    const std::optional<double> held = st_.unit_held_since[static_cast<size_t>(next)];
+    if (held && st_.queues.units[static_cast<size_t>(next)].ops > 0) {
+      post_unit(next, *held);
       drain_posts();
     } else if (st_.queues.units[static_cast<size_t>(next)].ops == 0) {
       const int32_t g = st_.queues.units[static_cast<size_t>(next)].g;
-      const int32_t cs = st_.topo.aux[g];
-      if (st_.comm_held_since[cs] >= 0) begin_phase(g, st_.comm_held_since[cs]);
+      if (const auto since = st_.comm_held_since[st_.topo.collective_slot(g)]) begin_phase(g, *since);
     }
   }
 
   // Collective g completes at t; on the rank's one queue its unit then finishes.
   void finish_collective(int32_t g, double t) {
-    if (st_.queues.kind == CommQueues::ONE_PER_RANK) finish_unit(st_.queues.unit_of_coll[st_.topo.aux[g]], t);
+    if (st_.queues.kind == CommQueues::ONE_PER_RANK) finish_unit(st_.queues.unit_of_coll[st_.topo.collective_slot(g)], t);
   }
 
   void drain_posts() {
@@ -251,7 +249,7 @@ class Runner {
       st_.post_work.pop_back();
       st_.posted[op] = t;
       const int32_t m = st_.topo.mirror[op];
-      if (m == kNone || st_.posted[m] < 0) continue;
+      if (m == kNone || !happened(st_.posted[m])) continue;
       const double at = std::max(t, st_.posted[m]);
       on_matched(op, at);
       on_matched(m, at);
@@ -261,7 +259,7 @@ class Runner {
   void on_matched(int32_t op, double t) {
     st_.matched[op] = t;
     const int32_t g = st_.topo.op_instr[op];
-    const int32_t first = st_.topo.aux[g];
+    const int32_t first = st_.topo.first_op(g);
     st_.batch_last[first] = std::max(st_.batch_last[first], t);
     if (st_.queues.active()) {  // a unit ends like a batch of its own: its last match + batch_ms
       const auto u = static_cast<size_t>(st_.queues.unit_of_op[op]);
@@ -291,23 +289,24 @@ class Runner {
   // it begins; a local collective (only this member in the set: the others arrive per the
   // straggler model) completes after its delay and collective_ms.
   void begin_phase(int32_t g, double t) {
-    const int32_t cs = st_.topo.aux[g];
+    const int32_t cs = st_.topo.collective_slot(g);
     if (st_.comm_blocker(cs) != kNone) {
       st_.comm_held_since[cs] = t;
       return;
     }
-    st_.comm_held_since[cs] = -1.0;
+    st_.comm_held_since[cs].reset();
     const CollectiveSlot& slot = st_.topo.coll[cs];
     const uint8_t phase = st_.coll_phase[cs];
     const uint8_t mask = st_.phase_comms(cs, phase);
     double at = t;
+    // Not held back: every earlier phase on these communicators (or the unit before) has finished.
     if (!st_.queues.active()) {
-      for (int kind = 0; kind < 2; ++kind)
-        if ((mask & engine::comm_bit(static_cast<GroupKind>(kind))) && slot.prev[kind] != kNone)
-          at = std::max(at, st_.comm_free[st_.topo.aux[slot.prev[kind]]][kind]);
+      for (GroupKind kind : kGroupKinds)
+        if ((mask & engine::comm_bit(kind)) && slot.prev[kind] != kNone)
+          at = std::max(at, st_.comm_free[st_.topo.collective_slot(slot.prev[kind])][kind].value());
     } else if (st_.queues.kind == CommQueues::ONE_PER_RANK && phase == 0) {
       const int32_t prev = st_.queues.units[static_cast<size_t>(st_.queues.unit_of_coll[cs])].prev;
-      if (prev != kNone) at = std::max(at, st_.unit_end[static_cast<size_t>(prev)]);
+      if (prev != kNone) at = std::max(at, st_.unit_end[static_cast<size_t>(prev)].value());
     }
     const int32_t p = st_.topo.prog_of_global(g);
     const int32_t i = g - st_.topo.instr_base[p];
@@ -327,14 +326,14 @@ class Runner {
   // collective on each of them, if held back, is ready again.
   void release(int32_t g, uint8_t mask, double t) {
     if (st_.queues.active()) return;  // no communicator chains: see finish_unit
-    const int32_t cs = st_.topo.aux[g];
-    for (int kind = 0; kind < 2; ++kind) {
-      if (!(mask & engine::comm_bit(static_cast<GroupKind>(kind)))) continue;
+    const int32_t cs = st_.topo.collective_slot(g);
+    for (GroupKind kind : kGroupKinds) {
+      if (!(mask & engine::comm_bit(kind))) continue;
       st_.comm_free[cs][kind] = t;
       const int32_t next = st_.topo.coll[cs].next[kind];
       if (next == kNone) continue;
-      const int32_t ncs = st_.topo.aux[next];
-      if (st_.comm_held_since[ncs] >= 0 && st_.comm_blocker(ncs) == kNone) begin_phase(next, st_.comm_held_since[ncs]);
+      const int32_t ncs = st_.topo.collective_slot(next);
+      if (const auto since = st_.comm_held_since[ncs]; since && st_.comm_blocker(ncs) == kNone) begin_phase(next, *since);
     }
   }
 
@@ -350,7 +349,7 @@ class Runner {
     const uint8_t mask = engine::comm_bit(ci.kind);
     for (int32_t j = 0; j < ci.size; ++j) {
       const int32_t g = st_.topo.instance_members[ci.members_begin + j];
-      const int32_t cs = st_.topo.aux[g];
+      const int32_t cs = st_.topo.collective_slot(g);
       const CollectiveSlot& slot = st_.topo.coll[cs];
       if (slot.n == 2 && slot.inst[0] == inst) {
         st_.coll_phase[cs] = 1;
@@ -372,7 +371,7 @@ class Runner {
     st_.timing(p, i).end_ms = c.t;
     st_.res.makespan_ms = std::max(st_.res.makespan_ms, c.t);
     const Instr& in = instr(p, i);
-    if (in.op == OpKind::RECORD) fire(p, st_.topo.aux[st_.topo.global(p, i)], c.t);
+    if (in.op == OpKind::RECORD) fire(p, st_.topo.event_id(st_.topo.global(p, i)), c.t);
     const int32_t slot = st_.topo.stream_base[p] + c.stream;
     ++st_.head[slot];
     const int32_t next = st_.head_instr(slot);
@@ -386,14 +385,14 @@ class Runner {
   // RECORD completed: the event fires (first record wins) and WAIT heads on it start.
   void fire(int32_t p, int32_t local_event, double t) {
     const int32_t e = st_.topo.event_base[p] + local_event;
-    if (st_.fired[e] >= 0) return;
+    if (happened(st_.fired[e])) return;
     st_.fired[e] = t;
     for (int32_t slot = st_.topo.stream_base[p]; slot < st_.topo.stream_base[p + 1]; ++slot) {
       const int32_t h = st_.head_instr(slot);
       if (h == kNone) continue;
       const InstrTiming& tm = st_.timing(p, h);
       if (tm.issue_ms < 0 || tm.start_ms >= 0 || tm.ready_ms < 0) continue;
-      if (instr(p, h).op == OpKind::WAIT && st_.topo.aux[st_.topo.global(p, h)] == local_event) try_start(p, h, t);
+      if (instr(p, h).op == OpKind::WAIT && st_.topo.event_id(st_.topo.global(p, h)) == local_event) try_start(p, h, t);
     }
   }
 };

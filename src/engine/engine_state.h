@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <array>
+#include <optional>
 #include <queue>
 #include <vector>
 
@@ -30,6 +31,12 @@ struct Completion {
   }
 };
 
+// The per-op time tables (fired, posted, matched) are hot and large: "not yet" there is kNotYet
+// (times are >= 0), asked through happened(). The rarer per-collective and per-unit states are
+// std::optional.
+inline constexpr double kNotYet = -1.0;
+inline bool happened(double t) { return t >= 0; }
+
 struct EngineState {
   const ProgramSet& set;
   const Topology& topo;
@@ -40,9 +47,9 @@ struct EngineState {
   std::vector<int32_t> host_next;        // per program: next instruction to issue
   std::vector<int32_t> host_blocked_on;  // per program: instruction the host waits on, or kNone
   std::vector<int32_t> head;             // per stream slot: position in topo.stream_list
-  std::vector<double> fired;             // per event slot: fire time, < 0 if not fired
-  std::vector<double> posted;            // per op: post time, < 0 if not posted
-  std::vector<double> matched;           // per op: match time, < 0 if not matched
+  std::vector<double> fired;             // per event slot: fire time, or kNotYet
+  std::vector<double> posted;            // per op: post time, or kNotYet
+  std::vector<double> matched;           // per op: match time, or kNotYet
   std::vector<int32_t> batch_left;       // indexed by a BATCH's first op id: unmatched ops
   std::vector<double> batch_last;        // indexed by a BATCH's first op id: latest match
   std::vector<int32_t> inst_arrived;     // per collective instance: members arrived
@@ -50,17 +57,16 @@ struct EngineState {
   std::vector<char> inst_done;           // per collective instance: completed
   // Communicator order (per collective slot): the phase the collective is at; the time it has
   // been ready to begin that phase while an earlier collective of the rank still holds one of
-  // its communicators (< 0: not held back); per GroupKind, when its phase on that communicator
-  // finished (< 0: not yet).
+  // its communicators (nullopt: not held back); per communicator, when its phase there finished.
   std::vector<uint8_t> coll_phase;
-  std::vector<double> comm_held_since;
-  std::vector<std::array<double, 2>> comm_free;
+  std::vector<std::optional<double>> comm_held_since;
+  std::vector<PerGroup<std::optional<double>>> comm_free;
   // Communication queues (engine/comm_queue.h; inactive under PER_COMMUNICATOR): per unit,
-  // when it finished (< 0: not yet), when it was ready but held behind its predecessor (< 0: not
-  // held), its unmatched ops and its latest match.
+  // when it finished, when it was ready but held behind its predecessor (nullopt: not held), its
+  // unmatched ops and its latest match.
   CommQueueTable queues;
-  std::vector<double> unit_end;
-  std::vector<double> unit_held_since;
+  std::vector<std::optional<double>> unit_end;
+  std::vector<std::optional<double>> unit_held_since;
   std::vector<int32_t> unit_left;
   std::vector<double> unit_last;
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> queue;
@@ -88,7 +94,7 @@ struct EngineState {
   // The unit before `u` on its queue while it has not finished, else kNone.
   int32_t unit_blocker(int32_t u) const {
     const int32_t prev = queues.units[static_cast<size_t>(u)].prev;
-    return prev != kNone && unit_end[static_cast<size_t>(prev)] < 0 ? prev : kNone;
+    return prev != kNone && !unit_end[static_cast<size_t>(prev)] ? prev : kNone;
   }
 };
 

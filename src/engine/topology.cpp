@@ -44,7 +44,7 @@ void check_ranks(const ProgramSet& set, Topology& t) {
 }
 
 // Streams (ids in name order, so the tie-break key "stream name" is the id) and events.
-void index_streams_and_events(const ProgramSet& set, Topology& t) {
+void index_streams_and_events(const ProgramSet& set, Topology& t, std::vector<int32_t>& ids) {
   std::vector<std::string_view> names;
   std::unordered_set<std::string_view> seen;
   std::unordered_map<std::string_view, int32_t> events;
@@ -84,18 +84,18 @@ void index_streams_and_events(const ProgramSet& set, Topology& t) {
       const uint16_t sid = last_sid;
       t.stream_of.push_back(sid);
       ++count[sid];
-      int32_t aux = kNone;
+      int32_t event = kNone;
       if (in.op == OpKind::RECORD || in.op == OpKind::WAIT) {
         auto [it, fresh] = events.emplace(in.event, i32(events.size()));
         if (fresh) {
           t.event_first_record.push_back(kNone);
           t.event_first_use.push_back(i32(i));
         }
-        aux = it->second;
-        auto& rec = t.event_first_record[ebase + aux];
+        event = it->second;
+        auto& rec = t.event_first_record[ebase + event];
         if (in.op == OpKind::RECORD && rec == kNone) rec = i32(i);
       }
-      t.aux.push_back(aux);
+      ids.push_back(event);
     }
     t.event_base.push_back(ebase + i32(events.size()));
 
@@ -123,7 +123,7 @@ ChannelList& channel(std::vector<ChannelList>& lists, int32_t peer, bool forward
 }
 
 // P2P ops get ids; each is paired with the same position on the opposite side's channel.
-void pair_p2p(const ProgramSet& set, Topology& t) {
+void pair_p2p(const ProgramSet& set, Topology& t, std::vector<int32_t>& ids) {
   t.channels.resize(set.programs.size());
   for (size_t p = 0; p < set.programs.size(); ++p) {
     const auto& prog = set.programs[p];
@@ -131,7 +131,7 @@ void pair_p2p(const ProgramSet& set, Topology& t) {
       const Instr& in = prog.instrs[i];
       if (in.op != OpKind::BATCH) continue;
       const int32_t g = t.instr_base[p] + i32(i);
-      t.aux[g] = i32(t.op_instr.size());
+      ids[g] = i32(t.op_instr.size());
       for (size_t k = 0; k < in.p2p.size(); ++k) {
         const P2POp& op = in.p2p[k];
         const int32_t id = i32(t.op_instr.size());
@@ -164,10 +164,10 @@ void pair_p2p(const ProgramSet& set, Topology& t) {
 }
 
 // Collective slots; in an expanded set, the k-th collective of each group forms instance k.
-void form_collectives(const ProgramSet& set, Topology& t, bool ranks_ok) {
+void form_collectives(const ProgramSet& set, Topology& t, std::vector<int32_t>& ids, bool ranks_ok) {
   const World& w = set.world;
   const size_t n = set.programs.size();
-  for (auto kind : {0, 1}) {
+  for (GroupKind kind : kGroupKinds) {
     t.group_seq[kind].assign(n, {});
     t.group_of[kind].assign(n, kNone);
   }
@@ -178,16 +178,16 @@ void form_collectives(const ProgramSet& set, Topology& t, bool ranks_ok) {
       const Instr& in = prog.instrs[i];
       if (!is_collective(in.op)) continue;
       const int32_t g = t.instr_base[p] + i32(i);
-      t.aux[g] = i32(t.coll.size());
+      ids[g] = i32(t.coll.size());
       t.coll.push_back({});
       CollectiveSlot& slot = t.coll.back();
       slot.comms = collective_comms(in, w);
-      for (int kind = 0; kind < 2; ++kind) {
-        if (!(slot.comms & comm_bit(static_cast<GroupKind>(kind)))) continue;
+      for (GroupKind kind : kGroupKinds) {
+        if (!(slot.comms & comm_bit(kind))) continue;
         auto& seq = t.group_seq[kind][p];
         if (!seq.empty()) {
           slot.prev[kind] = seq.back();
-          t.coll[t.aux[seq.back()]].next[kind] = g;
+          t.coll[ids[seq.back()]].next[kind] = g;
         }
         seq.push_back(g);
       }
@@ -197,13 +197,11 @@ void form_collectives(const ProgramSet& set, Topology& t, bool ranks_ok) {
   for (size_t p = 0; p < n; ++p) {
     if (t.rank_error[p]) continue;  // a rank outside the world or out of order: no group
     const int32_t r = set.programs[p].rank.v;
-    t.group_of[0][p] = w.group_of(GroupKind::SHARD, r);
-    t.group_of[1][p] = w.group_of(GroupKind::REPLICATE, r);
+    for (GroupKind kind : kGroupKinds) t.group_of[kind][p] = w.group_of(kind, r);
   }
   if (!ranks_ok) return;  // instances (the engine's) only for a set whose every rank is valid
-  for (int kind = 0; kind < 2; ++kind) {
-    const auto gk = static_cast<GroupKind>(kind);
-    std::vector<char> done(static_cast<size_t>(kind == 0 ? w.pp * w.replicate : w.pp * w.shard), 0);
+  for (GroupKind kind : kGroupKinds) {
+    std::vector<char> done(static_cast<size_t>(kind == GroupKind::SHARD ? w.pp * w.replicate : w.pp * w.shard), 0);
     for (size_t p = 0; p < n; ++p) {
       if (t.group_seq[kind][p].empty()) continue;
       const int32_t gid = t.group_of[kind][p];
@@ -211,12 +209,12 @@ void form_collectives(const ProgramSet& set, Topology& t, bool ranks_ok) {
       done[gid] = 1;
       std::vector<int32_t> member_prog;
       bool complete = true;
-      for (Rank m : t.group_ranks(gk, gid)) {
+      for (Rank m : t.group_ranks(kind, gid)) {
         const int32_t mp = t.prog_of_rank(m);
         if (mp == kNone) {
           t.errors.push_back({i32(p), kNone,
                               fmt::format("expanded set lacks r{}, a member of the {} group of r{}", m.v,
-                                          to_string(gk), set.programs[p].rank.v)});
+                                          to_string(kind), set.programs[p].rank.v)});
           complete = false;
         }
         member_prog.push_back(mp);
@@ -226,13 +224,13 @@ void form_collectives(const ProgramSet& set, Topology& t, bool ranks_ok) {
       for (int32_t mp : member_prog) rounds = std::max(rounds, t.group_seq[kind][mp].size());
       for (size_t k = 0; k < rounds; ++k) {
         const int32_t inst = i32(t.instances.size());
-        t.instances.push_back({gk, gid, i32(k), i32(t.instance_members.size()), i32(member_prog.size())});
+        t.instances.push_back({kind, gid, i32(k), i32(t.instance_members.size()), i32(member_prog.size())});
         for (int32_t mp : member_prog) {
           const auto& seq = t.group_seq[kind][mp];
           const int32_t g = k < seq.size() ? seq[k] : kNone;
           t.instance_members.push_back(g);
           if (g == kNone) continue;
-          CollectiveSlot& slot = t.coll[t.aux[g]];
+          CollectiveSlot& slot = t.coll[ids[g]];
           slot.inst[slot.n++] = inst;  // shard phase is formed before the replicate phase
         }
       }
@@ -285,18 +283,18 @@ Topology build_topology(const ProgramSet& set) {
                                               std::numeric_limits<int32_t>::max() / 2));
     t.instr_base.push_back(i32(total));
   }
-  t.aux.reserve(total);
+  t.instr_id_.reserve(total);
   t.stream_of.reserve(total);
   t.stream_base.push_back(0);
   t.event_base.push_back(0);
   check_ranks(set, t);
   const bool ranks_ok = t.errors.empty();
-  index_streams_and_events(set, t);
+  index_streams_and_events(set, t, t.instr_id_);
   t.rank_error.assign(set.programs.size(), world_size_error(set.world) ? 1 : 0);
   for (const StructuralError& e : t.errors)
     if (e.instr == kNone) t.rank_error[e.prog] = 1;
-  pair_p2p(set, t);
-  form_collectives(set, t, ranks_ok);
+  pair_p2p(set, t, t.instr_id_);
+  form_collectives(set, t, t.instr_id_, ranks_ok);
   return t;
 }
 

@@ -3,6 +3,8 @@
 // Built once per set in O(instructions); nothing here depends on time or platform.
 #pragma once
 
+#include <array>
+#include <cassert>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -27,6 +29,20 @@ struct StructuralError {
 };
 
 using ppstream::GroupKind;  // program/ir.h, beside World's group formula (and its to_string)
+inline constexpr std::array<GroupKind, 2> kGroupKinds = {GroupKind::SHARD, GroupKind::REPLICATE};
+
+// One value per HSDP communicator (shard group, replicate group), indexed by GroupKind.
+template <class T>
+class PerGroup {
+ public:
+  constexpr PerGroup() = default;
+  constexpr explicit PerGroup(T both) : v_{both, both} {}
+  T& operator[](GroupKind k) { return v_[static_cast<size_t>(k)]; }
+  const T& operator[](GroupKind k) const { return v_[static_cast<size_t>(k)]; }
+
+ private:
+  std::array<T, 2> v_{};
+};
 
 // One ordered P2P channel seen from one side: the ops this program posts towards `peer_prog`
 // in one direction (F or B), in program order. Position k pairs with position k of the
@@ -59,17 +75,18 @@ inline constexpr uint8_t comm_bit(GroupKind k) { return static_cast<uint8_t>(1u 
 // definition, used for instances, communicator order (engine) and the verifier.
 uint8_t collective_comms(const Instr& in, const World& w);
 
-// The group phases one collective instruction goes through, in order. n == 0: a local
-// collective (non-expanded set, or both groups of size 1). `prev`/`next` (indexed by
-// GroupKind): the rank's previous / next collective on the same communicator in issue order
-// (global ids, kNone at the ends) — collectives on one communicator run one after another in
-// issue order, across all streams of the rank (docs/semantics.md "Communicators").
+// The group phases one collective instruction goes through, in order: `inst[phase]` for
+// phase < n (the shard phase before the replicate phase). n == 0: a local collective
+// (non-expanded set, or both groups of size 1). `prev`/`next`: the rank's previous / next
+// collective on the same communicator in issue order (global ids, kNone at the ends) —
+// collectives on one communicator run one after another in issue order, across all streams of
+// the rank (docs/semantics.md "Communicators").
 struct CollectiveSlot {
-  int32_t inst[2] = {kNone, kNone};
+  int32_t inst[2] = {kNone, kNone};  // by phase
   uint8_t n = 0;
   uint8_t comms = 0;  // collective_comms of the instruction
-  int32_t prev[2] = {kNone, kNone};
-  int32_t next[2] = {kNone, kNone};
+  PerGroup<int32_t> prev{kNone};
+  PerGroup<int32_t> next{kNone};
 };
 
 struct Topology {
@@ -83,10 +100,15 @@ struct Topology {
 
   // Instructions: global id g = instr_base[prog] + index.
   std::vector<int32_t> instr_base;      // size programs+1
-  // Per global instruction: BATCH → first op id; RECORD/WAIT → rank-local event id;
-  // UNSHARD/REDUCE_GRAD → collective slot id; otherwise kNone.
-  std::vector<int32_t> aux;
   std::vector<uint16_t> stream_of;      // rank-local stream id (ids follow name order)
+  // The id an instruction's op gives it (one table: an instruction has at most one of them).
+  // BATCH: its first P2P op id (its ops are consecutive ids, in BATCH order).
+  int32_t first_op(int32_t g) const { return id_of(g, OpKind::BATCH, OpKind::BATCH); }
+  // RECORD / WAIT: the rank-local id of its event (slot event_base[prog] + id).
+  int32_t event_id(int32_t g) const { return id_of(g, OpKind::RECORD, OpKind::WAIT); }
+  int32_t event_slot(int32_t prog, int32_t index) const { return event_base[prog] + event_id(global(prog, index)); }
+  // UNSHARD / REDUCE_GRAD: its index in `coll`.
+  int32_t collective_slot(int32_t g) const { return id_of(g, OpKind::UNSHARD, OpKind::REDUCE_GRAD); }
 
   // Streams: slot = stream_base[prog] + local id; each lists its instruction indices.
   std::vector<int32_t> stream_base;     // size programs+1
@@ -113,8 +135,8 @@ struct Topology {
   // Per group kind, per program: the program's collective instructions (global ids) on that
   // communicator, in program (= issue) order — filled for every set; instances and group ids
   // (group_of) only for expanded sets.
-  std::vector<std::vector<int32_t>> group_seq[2];
-  std::vector<int32_t> group_of[2];
+  PerGroup<std::vector<std::vector<int32_t>>> group_seq;
+  PerGroup<std::vector<int32_t>> group_of;
 
   std::vector<std::pair<int32_t, int32_t>> rank_index;  // (rank, prog) sorted by rank
 
@@ -133,6 +155,14 @@ struct Topology {
   std::vector<Rank> group_ranks(GroupKind kind, int32_t group) const;
   const P2POp& op(int32_t op_id) const { return instr(op_instr[op_id]).p2p[op_pos[op_id]]; }
   const std::string& event_name(int32_t prog, int32_t local) const;
+
+ private:
+  friend Topology build_topology(const ProgramSet& set);
+  std::vector<int32_t> instr_id_;  // per global instruction: the id above, kNone for other ops
+  int32_t id_of(int32_t g, [[maybe_unused]] OpKind a, [[maybe_unused]] OpKind b) const {
+    assert(instr(g).op == a || instr(g).op == b);
+    return instr_id_[g];
+  }
 };
 
 // Builds the topology. Bad input lands in `errors`; throws std::invalid_argument only when the

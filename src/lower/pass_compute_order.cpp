@@ -1,6 +1,7 @@
 // Pass compute-order: the schedule's F/B/I/W per PP rank on `compute`, then OPT_STEP.
 #include "passes.h"
 #include "ppstream/schedule/schedule.h"
+#include "ppstream/program/streams.h"
 
 namespace ppstream::lower {
 
@@ -17,7 +18,7 @@ ProgramSet compute_order(ProgramSet out, const PipelineConfig& cfg) {
     for (const ComputeAction& a : order[static_cast<size_t>(r)]) p.instrs.push_back(make_compute(op_kind(a), a.mb, a.stage));
     Instr opt;
     opt.op = OpKind::OPT_STEP;
-    opt.stream = "compute";
+    opt.stream = streams::kCompute;
     p.instrs.push_back(std::move(opt));
     out.programs.push_back(std::move(p));
   }

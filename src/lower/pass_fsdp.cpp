@@ -10,6 +10,7 @@
 
 #include "passes.h"
 #include "ppstream/program/deps.h"
+#include "ppstream/program/streams.h"
 
 namespace ppstream::lower {
 
@@ -29,24 +30,25 @@ ProgramSet fsdp_unshard_reshard(ProgramSet out, const PipelineConfig& cfg) {
     for (size_t n = 0; n < first_use.size(); ++n) {
       const Stage s{first_use[n].first};
       const size_t issue_at = first_use[n + 1 >= static_cast<size_t>(window) ? n + 1 - static_cast<size_t>(window) : 0].second;
-      before.emplace(issue_at, make_stage_op(OpKind::UNSHARD, "fsdp", s));
-      before.emplace(issue_at, make_event(OpKind::RECORD, "fsdp", stage_event("unsharded", s)));
+      before.emplace(issue_at, make_stage_op(OpKind::UNSHARD, streams::kFsdp, s));
+      before.emplace(issue_at, make_event(OpKind::RECORD, streams::kFsdp, stage_event("unsharded", s)));
     }
     // Compute waits right before first use; these go after any UNSHARD issued at the same index.
-    for (auto [s, k] : first_use) before.emplace(k, make_event(OpKind::WAIT, "compute", stage_event("unsharded", Stage{s})));
+    for (auto [s, k] : first_use) before.emplace(k, make_event(OpKind::WAIT, streams::kCompute, stage_event("unsharded", Stage{s})));
 
-    std::vector<Instr> result;
-    result.reserve(p.instrs.size() + before.size() + first_use.size());
+    // RESHARDs right after their instruction come first: at one boundary they precede the
+    // next instruction's UNSHARD/RECORD/WAIT.
+    std::vector<std::pair<size_t, Instr>> items;
     for (size_t k = 0; k < p.instrs.size(); ++k) {
-      auto [lo, hi] = before.equal_range(k);
-      for (auto it = lo; it != hi; ++it) result.push_back(std::move(it->second));
-      const Instr& i = result.emplace_back(std::move(p.instrs[k]));
+      const Instr& i = p.instrs[k];
       if (i.op == OpKind::REDUCE_GRAD && cfg.reshard_after_backward)
-        result.push_back(make_stage_op(OpKind::RESHARD, i.stream, i.stage));
+        items.emplace_back(k + 1, make_stage_op(OpKind::RESHARD, i.stream, i.stage));
       if (i.op == OpKind::OPT_STEP && !cfg.reshard_after_backward)
-        for (auto [s, unused] : first_use) result.push_back(make_stage_op(OpKind::RESHARD, "compute", Stage{s}));
+        for (auto [s, unused] : first_use) items.emplace_back(k + 1, make_stage_op(OpKind::RESHARD, streams::kCompute, Stage{s}));
     }
-    p.instrs = std::move(result);
+    for (auto& [k, in] : before)
+      if (k < p.instrs.size()) items.emplace_back(k, std::move(in));
+    insert_before(p.instrs, std::move(items));
   }
   return out;
 }

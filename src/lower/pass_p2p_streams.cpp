@@ -11,24 +11,32 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
-#include <tuple>
+#include <cstdint>
+#include <unordered_set>
 
 #include "passes.h"
 #include "ppstream/program/deps.h"
+#include "ppstream/program/streams.h"
 
 namespace ppstream::lower {
 namespace {
 
 std::string stream_for(const std::vector<P2POp>& ops, int32_t rank, int32_t pp, P2PTransport t) {
-  if (t != P2PTransport::MULTI_STREAM) return "p2p";
+  if (t != P2PTransport::MULTI_STREAM) return std::string(streams::kP2P);
   const auto send = std::find_if(ops.begin(), ops.end(), [](const P2POp& op) { return is_send(op.kind); });
   const int32_t q = (send != ops.end() ? *send : ops.front()).peer.v;
   const int32_t edge = (q == (rank + 1) % pp) ? rank : q;
-  return fmt::format("p2p.{}", edge);
+  return streams::p2p_edge(edge);
 }
 
-const char* recv_event_prefix(P2PKind k) { return k == P2PKind::RECV_F ? "recv_F" : "recv_B"; }
+// The event a receive's RECORD names (its consumer's WAIT names the same), and its key.
+std::string recv_event(P2PKind k, Microbatch mb, Stage consumer) {
+  return mb_stage_event(k == P2PKind::RECV_F ? "recv_F" : "recv_B", mb, consumer);
+}
+uint64_t recv_key(P2PKind k, Microbatch mb, Stage consumer) {
+  return (static_cast<uint64_t>(k) << 62) | (static_cast<uint64_t>(static_cast<uint32_t>(mb.v)) << 30) |
+         (static_cast<uint64_t>(static_cast<uint32_t>(consumer.v)) & ((uint64_t{1} << 30) - 1));
+}
 
 }  // namespace
 
@@ -37,18 +45,16 @@ ProgramSet assign_p2p_streams(ProgramSet out, const PipelineConfig& cfg) {
   const P2PTransport transport = cfg.pipeline_parallel_p2p_transport;
   for (Program& p : out.programs) {
     std::vector<Instr> result;
-    // Receives whose compute-side WAIT goes right before their consumer (overlap_p2p).
-    std::map<std::tuple<P2PKind, int32_t, int32_t>, std::string> pending_recv;  // (kind, mb, consumer stage)
+    // Receives whose compute-side WAIT goes right before their consumer (overlap_p2p), by
+    // recv_key; the WAIT names the event the receive's RECORD named (recv_event).
+    std::unordered_set<uint64_t> pending_recv;
     int batch_counter = 0;
     result.reserve(p.instrs.size() * 2);
     for (Instr& i : p.instrs) {
       if (is_compute(i.op)) {
         for (const Need& n : needs_of(i.op, i.mb, i.stage, cfg.num_stages())) {
-          if (!n.recv) continue;
-          auto it = pending_recv.find({*n.recv, i.mb.v, i.stage.v});
-          if (it == pending_recv.end()) continue;
-          result.push_back(make_event(OpKind::WAIT, "compute", it->second));
-          pending_recv.erase(it);
+          if (!n.recv || pending_recv.erase(recv_key(*n.recv, i.mb, i.stage)) == 0) continue;
+          result.push_back(make_event(OpKind::WAIT, streams::kCompute, recv_event(*n.recv, i.mb, i.stage)));
         }
         result.push_back(std::move(i));
         continue;
@@ -62,30 +68,33 @@ ProgramSet assign_p2p_streams(ProgramSet out, const PipelineConfig& cfg) {
       if (transport == P2PTransport::PLAIN)
         for (const P2POp& op : i.p2p) pieces.push_back({op});
       else
-        pieces.push_back(i.p2p);
-      for (const auto& ops : pieces) {
+        pieces.push_back(std::move(i.p2p));
+      i.p2p.clear();
+      for (auto& ops : pieces) {
         const std::string stream = stream_for(ops, p.pp_rank, pp, transport);
         for (const P2POp& op : ops) {
           if (!is_send(op.kind)) continue;
-          const std::string ev = mb_stage_event(op.kind == P2PKind::SEND_F ? "fwd_out" : "bwd_out", op.mb, op.stage);
-          result.push_back(make_event(OpKind::RECORD, "compute", ev));
-          result.push_back(make_event(OpKind::WAIT, stream, ev));
+          std::string ev = mb_stage_event(op.kind == P2PKind::SEND_F ? "fwd_out" : "bwd_out", op.mb, op.stage);
+          result.push_back(make_event(OpKind::RECORD, streams::kCompute, ev));
+          result.push_back(make_event(OpKind::WAIT, stream, std::move(ev)));
         }
-        Instr b = i;
+        Instr b = i;  // the BATCH without its ops
         b.stream = stream;
-        b.p2p = ops;
+        b.p2p = std::move(ops);
         result.push_back(std::move(b));
+        const std::vector<P2POp>& posted = result.back().p2p;
         if (cfg.pipeline_parallel_overlap_p2p) {
-          for (const P2POp& op : ops) {
+          std::vector<Instr> records;  // after the batch (not pushed while `posted` is read)
+          for (const P2POp& op : posted) {
             if (is_send(op.kind)) continue;
-            const std::string ev = mb_stage_event(recv_event_prefix(op.kind), op.mb, op.stage);
-            result.push_back(make_event(OpKind::RECORD, stream, ev));
-            pending_recv[{op.kind, op.mb.v, op.stage.v}] = ev;
+            records.push_back(make_event(OpKind::RECORD, stream, recv_event(op.kind, op.mb, op.stage)));
+            pending_recv.insert(recv_key(op.kind, op.mb, op.stage));
           }
+          for (Instr& r : records) result.push_back(std::move(r));
         } else {
-          const std::string ev = fmt::format("batch_done[{}]", batch_counter++);
+          std::string ev = fmt::format("batch_done[{}]", batch_counter++);
           result.push_back(make_event(OpKind::RECORD, stream, ev));
-          result.push_back(make_event(OpKind::WAIT, "compute", ev));
+          result.push_back(make_event(OpKind::WAIT, streams::kCompute, std::move(ev)));
         }
       }
     }

@@ -15,6 +15,7 @@
 
 #include "passes.h"
 #include "ppstream/program/deps.h"
+#include "ppstream/program/streams.h"
 
 namespace ppstream::lower {
 
@@ -35,36 +36,33 @@ ProgramSet place_reductions(ProgramSet out, const PipelineConfig& cfg) {
       const Stage stage = sb.stage;
       const auto k = static_cast<size_t>(sb.last_weight_grad);
       if (cfg.reduce_grad == ReducePolicy::INLINE) {
-        after.emplace(k, make_stage_op(OpKind::REDUCE_GRAD, "compute", stage));
+        after.emplace(k, make_stage_op(OpKind::REDUCE_GRAD, streams::kCompute, stage));
         continue;
       }
       // After both the batch that sends the last input grad (none for stage 0) and the last
       // weight grad: the send is issued first, the reduction waits only for compute_ready.
       const size_t send_pos = std::max(k, static_cast<size_t>(sb.send.value_or(sb.last_input_grad)));
       if (cfg.sync_last_reduce && stage.v == last_stage) {
-        sync_tail.push_back(make_stage_op(OpKind::REDUCE_GRAD, "compute", stage));
+        sync_tail.push_back(make_stage_op(OpKind::REDUCE_GRAD, streams::kCompute, stage));
         continue;
       }
       const std::string ready = stage_event("compute_ready", stage);
       const std::string done = stage_event("reduce_done", stage);
-      after.emplace(k, make_event(OpKind::RECORD, "compute", ready));
-      after.emplace(send_pos, make_event(OpKind::WAIT, "reduce", ready));
-      after.emplace(send_pos, make_stage_op(OpKind::REDUCE_GRAD, "reduce", stage));
-      after.emplace(send_pos, make_event(OpKind::RECORD, "reduce", done));
-      drain.push_back(make_event(OpKind::WAIT, "compute", done));
+      after.emplace(k, make_event(OpKind::RECORD, streams::kCompute, ready));
+      after.emplace(send_pos, make_event(OpKind::WAIT, streams::kReduce, ready));
+      after.emplace(send_pos, make_stage_op(OpKind::REDUCE_GRAD, streams::kReduce, stage));
+      after.emplace(send_pos, make_event(OpKind::RECORD, streams::kReduce, done));
+      drain.push_back(make_event(OpKind::WAIT, streams::kCompute, done));
     }
-    std::vector<Instr> result;
-    result.reserve(p.instrs.size() + after.size() + drain.size() + sync_tail.size());
+    // After-items first: at one boundary they precede the drain before an OPT_STEP.
+    std::vector<std::pair<size_t, Instr>> items;
+    for (auto& [k, in] : after) items.emplace_back(k + 1, std::move(in));
     for (size_t k = 0; k < p.instrs.size(); ++k) {
-      if (p.instrs[k].op == OpKind::OPT_STEP) {
-        result.insert(result.end(), drain.begin(), drain.end());
-        result.insert(result.end(), sync_tail.begin(), sync_tail.end());
-      }
-      result.push_back(std::move(p.instrs[k]));
-      auto [lo, hi] = after.equal_range(k);
-      for (auto it = lo; it != hi; ++it) result.push_back(std::move(it->second));
+      if (p.instrs[k].op != OpKind::OPT_STEP) continue;
+      for (const Instr& in : drain) items.emplace_back(k, in);
+      for (const Instr& in : sync_tail) items.emplace_back(k, in);
     }
-    p.instrs = std::move(result);
+    insert_before(p.instrs, std::move(items));
   }
   return out;
 }

@@ -3,8 +3,13 @@
 // the programs in place (moving instructions) instead of copying the set.
 #pragma once
 
+#include <string_view>
+#include <utility>
+#include <vector>
+
 #include "ppstream/config/config.h"
 #include "ppstream/program/ir.h"
+#include "ppstream/program/streams.h"
 
 namespace ppstream::lower {
 
@@ -27,8 +32,13 @@ ProgramSet expand_world(ProgramSet in, const PipelineConfig& cfg);
 
 // Shared helpers.
 Instr make_compute(OpKind op, Microbatch mb, Stage s);  // F, B, I or W on compute
-Instr make_event(OpKind op, const std::string& stream, const std::string& event);
-Instr make_stage_op(OpKind op, const std::string& stream, Stage s);
+Instr make_event(OpKind op, std::string_view stream, std::string event);
+Instr make_stage_op(OpKind op, std::string_view stream, Stage s);
+// Inserts each (position, instruction) of `items` before the instruction now at that position
+// (position == size: at the end); items of one position keep their order. One backward sweep
+// that moves only the instructions after the first position, in place when the capacity allows
+// (rebuilding a large program vector faults in every page of a new one).
+void insert_before(std::vector<Instr>& instrs, std::vector<std::pair<size_t, Instr>> items);
 std::string stage_event(const char* prefix, Stage s);                    // "reduce_done[s7]"
 std::string mb_stage_event(const char* prefix, Microbatch mb, Stage s);  // "fwd_out[mb3,s1]"
 

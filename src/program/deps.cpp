@@ -27,8 +27,8 @@ RoleMask roles_of(OpKind k) {
   }
 }
 
-std::vector<Need> needs_of(OpKind op, Microbatch mb, Stage s, int32_t num_stages) {
-  std::vector<Need> out;
+Needs needs_of(OpKind op, Microbatch mb, Stage s, int32_t num_stages) {
+  Needs out;
   switch (op) {
     case OpKind::F:
       if (s.v > 0) out.push_back({"activation", Role::FORWARD, mb, Stage{s.v - 1}, P2PKind::RECV_F});
@@ -65,17 +65,22 @@ std::vector<StageBackward> stage_backwards(const Program& p) {
     if (has_role(in.op, Role::INPUT_GRAD)) it->second.last_input_grad = static_cast<int32_t>(k);
   }
   std::vector<StageBackward> out;
-  for (auto& [s, sb] : by_stage) {
-    const Instr& last = p.instrs[static_cast<size_t>(sb.last_input_grad)];
-    for (size_t j = 0; j < p.instrs.size() && !sb.send; ++j) {
-      const Instr& b = p.instrs[j];
-      if (b.op != OpKind::BATCH) continue;
+  for (auto& [s, sb] : by_stage) out.push_back(sb);
+  // Each stage's send: the first BATCH with a SEND_B of its last input-grad op (one scan).
+  size_t missing = out.size();
+  for (size_t j = 0; j < p.instrs.size() && missing > 0; ++j) {
+    const Instr& b = p.instrs[j];
+    if (b.op != OpKind::BATCH) continue;
+    for (StageBackward& sb : out) {
+      if (sb.send) continue;
+      const Instr& last = p.instrs[static_cast<size_t>(sb.last_input_grad)];
       if (std::any_of(b.p2p.begin(), b.p2p.end(), [&](const P2POp& op) {
             return op.kind == P2PKind::SEND_B && op.mb == last.mb && op.stage == last.stage;
-          }))
+          })) {
         sb.send = static_cast<int32_t>(j);
+        --missing;
+      }
     }
-    out.push_back(sb);
   }
   return out;
 }

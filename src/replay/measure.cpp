@@ -27,11 +27,11 @@ MeasuredCost::MeasuredCost(const ProgramSet& set, const EngineResult& run, const
       double from = t.start_ms;
       if (in.op == OpKind::BATCH) {
         for (size_t j = 0; j < in.p2p.size(); ++j) {
-          const int32_t m = topo.mirror[static_cast<size_t>(topo.aux[static_cast<size_t>(g)]) + j];
+          const int32_t m = topo.mirror[static_cast<size_t>(topo.first_op(g)) + j];
           if (m != engine::kNone) from = std::max(from, start_of(topo.op_instr[static_cast<size_t>(m)]));
         }
       } else if (in.op == OpKind::UNSHARD || in.op == OpKind::REDUCE_GRAD) {
-        const engine::CollectiveSlot& slot = topo.coll[static_cast<size_t>(topo.aux[static_cast<size_t>(g)])];
+        const engine::CollectiveSlot& slot = topo.coll[static_cast<size_t>(topo.collective_slot(g))];
         if (slot.n > 0) {
           const engine::CollectiveInstance& ci = topo.instances[static_cast<size_t>(slot.inst[0])];
           for (int32_t j = 0; j < ci.size; ++j) {

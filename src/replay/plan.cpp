@@ -31,17 +31,18 @@ void assign_tags(const Program& p, RankPlan& plan) {
 
 void assign_phases(const ProgramSet& set, size_t prog, const engine::Topology& topo, RankPlan& plan) {
   const int32_t base = topo.instr_base[prog];
-  for (int kind = 0; kind < 2; ++kind) {
+  for (engine::GroupKind kind : engine::kGroupKinds) {
     const auto& seq = topo.group_seq[kind][prog];
+    const int comm = static_cast<int>(kind);  // kShardComm / kReplicateComm
     for (size_t k = 0; k < seq.size(); ++k) {
       const Instr& in = set.programs[prog].instrs[static_cast<size_t>(seq[k] - base)];
-      const CollOp op = in.op == OpKind::UNSHARD ? CollOp::ALL_GATHER
-                        : kind == 0              ? CollOp::REDUCE_SCATTER
-                                                 : CollOp::ALL_REDUCE;
-      plan.instrs[static_cast<size_t>(seq[k] - base)].phases.push_back({op, kind, static_cast<int64_t>(k)});
+      const CollOp op = in.op == OpKind::UNSHARD            ? CollOp::ALL_GATHER
+                        : kind == engine::GroupKind::SHARD ? CollOp::REDUCE_SCATTER
+                                                           : CollOp::ALL_REDUCE;
+      plan.instrs[static_cast<size_t>(seq[k] - base)].phases.push_back({op, comm, static_cast<int64_t>(k)});
     }
+    plan.group_color[comm] = topo.group_of[kind][prog];
   }
-  for (int kind = 0; kind < 2; ++kind) plan.group_color[kind] = topo.group_of[kind][prog];
 }
 
 }  // namespace

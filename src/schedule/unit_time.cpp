@@ -1,11 +1,12 @@
 // The unit-time replay of a compute order (model in schedule.h) and the views built on it:
 // the rank × slot grid, idle slots and the bubble ratio. One dependency rule, used by all three.
 #include <algorithm>
-#include <map>
 #include <numeric>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <unordered_map>
+#include <vector>
 
 #include "ppstream/program/deps.h"
 #include "ppstream/schedule/schedule.h"
@@ -13,10 +14,56 @@
 namespace ppstream {
 namespace {
 
-using Key = std::tuple<OpKind, int32_t, int32_t>;  // (op, mb, stage): one action
 using RoleKey = std::tuple<Role, int32_t, int32_t>;  // (role, mb, stage): what it produces
 
-Key key_of(const ComputeAction& a) { return {op_kind(a), a.mb.v, a.stage.v}; }
+// A table over (kind, mb, stage) → int64 (kind in [0, kinds), mb and stage >= 0), -1 for
+// absent: a dense array when the order's microbatches and stages are compact (every schedule's
+// are), else a hash map (a hand-written order may name any microbatch).
+class KeyTable {
+ public:
+  KeyTable(const ComputeOrder& order, int32_t kinds, int32_t stages) : stages_(stages) {
+    int64_t max_mb = -1, actions = 0;
+    for (const auto& rank : order)
+      for (const ComputeAction& a : rank) max_mb = std::max<int64_t>(max_mb, a.mb.v), ++actions;
+    const double cells = static_cast<double>(kinds) * static_cast<double>(max_mb + 1) * std::max(stages, 0);
+    if (cells <= 8.0 * static_cast<double>(actions) + 1024.0) {  // in double: no overflow for any int32 sizes
+      mbs_ = max_mb + 1;
+      dense_.assign(static_cast<size_t>(cells), -1);
+    }
+  }
+  int64_t get(int32_t kind, int32_t mb, int32_t stage) const {
+    if (mbs_ >= 0) {
+      if (mb < 0 || mb >= mbs_ || stage < 0 || stage >= stages_) return -1;
+      return dense_[index(kind, mb, stage)];
+    }
+    auto it = sparse_.find(hash_key(kind, mb, stage));
+    return it == sparse_.end() ? -1 : it->second;
+  }
+  void set(int32_t kind, int32_t mb, int32_t stage, int64_t v) {
+    if (mbs_ >= 0)
+      dense_[index(kind, mb, stage)] = v;
+    else
+      sparse_[hash_key(kind, mb, stage)] = v;
+  }
+
+ private:
+  int32_t stages_;
+  int64_t mbs_ = -1;  // >= 0: dense
+  std::vector<int64_t> dense_;
+  std::unordered_map<uint64_t, int64_t> sparse_;
+
+  size_t index(int32_t kind, int32_t mb, int32_t stage) const {
+    return static_cast<size_t>((static_cast<int64_t>(kind) * mbs_ + mb) * stages_ + stage);
+  }
+  uint64_t hash_key(int32_t kind, int32_t mb, int32_t stage) const {
+    return (static_cast<uint64_t>(kind) << 62) | (static_cast<uint64_t>(static_cast<uint32_t>(mb)) << 31) |
+           static_cast<uint32_t>(stage);
+  }
+};
+
+// Kind indices of the tables: an action's op (F, B, I, W), a produced role.
+int32_t op_index(OpKind k) { return k == OpKind::F ? 0 : k == OpKind::B ? 1 : k == OpKind::I ? 2 : 3; }
+int32_t role_index(Role r) { return r == Role::FORWARD ? 0 : r == Role::INPUT_GRAD ? 1 : 2; }
 
 // The action of `order` that produces k ("0B1", or "0I1" under the split backward).
 std::string name(const ComputeOrder& order, const RoleKey& k) {
@@ -36,30 +83,31 @@ int32_t num_stages(const ComputeOrder& order) {
 }
 
 // Dependencies of an action under the unit-time model: the producers program/deps.h names.
-std::vector<RoleKey> deps_of(const ComputeAction& a, int32_t stages) {
-  std::vector<RoleKey> deps;
-  for (const Need& n : needs_of(op_kind(a), a.mb, a.stage, stages)) deps.emplace_back(n.role, n.mb.v, n.stage.v);
-  return deps;
-}
+Needs deps_of(const ComputeAction& a, int32_t stages) { return needs_of(op_kind(a), a.mb, a.stage, stages); }
+RoleKey key_of(const Need& n) { return {n.role, n.mb.v, n.stage.v}; }
 
 void check_placement(const ComputeOrder& order, Placement pl) {
   const auto pp = static_cast<int32_t>(order.size());
-  std::map<Key, size_t> seen;
+  int32_t stages = 0;
+  for (const auto& actions : order)
+    for (const ComputeAction& a : actions) stages = std::max(stages, a.stage.v + 1);
+  KeyTable seen(order, 4, stages);
   for (size_t r = 0; r < order.size(); ++r) {
     for (size_t i = 0; i < order[r].size(); ++i) {
       const ComputeAction& a = order[r][i];
-      std::string where = "order[r" + std::to_string(r) + "][" + std::to_string(i) + "] = " + to_string(a);
+      auto where = [&] { return "order[r" + std::to_string(r) + "][" + std::to_string(i) + "] = " + to_string(a); };
       if (a.mb.v < 0 || a.stage.v < 0)
-        throw std::invalid_argument("unit-time simulation: " + where + " has a negative microbatch or stage");
+        throw std::invalid_argument("unit-time simulation: " + where() + " has a negative microbatch or stage");
       if (pl == Placement::V && a.stage.v >= 2 * pp)
-        throw std::invalid_argument("unit-time simulation: " + where + " runs stage " + std::to_string(a.stage.v) +
+        throw std::invalid_argument("unit-time simulation: " + where() + " runs stage " + std::to_string(a.stage.v) +
                                     ", but V placement has 2pp = " + std::to_string(2 * pp) + " stages");
       if (const int32_t home = pp_rank_of_stage(a.stage, pp, pl); home != static_cast<int32_t>(r))
-        throw std::invalid_argument("unit-time simulation: " + where + " runs stage " + std::to_string(a.stage.v) +
+        throw std::invalid_argument("unit-time simulation: " + where() + " runs stage " + std::to_string(a.stage.v) +
                                     ", which lives on PP rank " + std::to_string(home) + " (" +
                                     (pl == Placement::V ? "V placement: stages r and 2pp-1-r" : "stage % pp") + ")");
-      if (!seen.emplace(key_of(a), r).second)
-        throw std::invalid_argument("unit-time simulation: " + where + " appears more than once");
+      if (seen.get(op_index(op_kind(a)), a.mb.v, a.stage.v) >= 0)
+        throw std::invalid_argument("unit-time simulation: " + where() + " appears more than once");
+      seen.set(op_index(op_kind(a)), a.mb.v, a.stage.v, static_cast<int64_t>(r));
     }
   }
 }
@@ -76,7 +124,7 @@ UnitTimeline simulate_unit_time(const ComputeOrder& order, const std::vector<std
   };
   UnitTimeline tl;
   tl.slot.resize(order.size());
-  std::map<RoleKey, int64_t> finished;  // produced → the last slot of its group (visible after it)
+  KeyTable finished(order, 3, stages);  // produced (role, mb, stage) → the last slot of its group (visible after it)
   std::vector<size_t> next(order.size(), 0);
   std::vector<int64_t> free_at(order.size(), 0);  // first slot the rank is free
   // A rank's next group (one action, or two fused ones) can be placed once the dependencies of
@@ -91,20 +139,20 @@ UnitTimeline simulate_unit_time(const ComputeOrder& order, const std::vector<std
         int64_t start = free_at[r];
         bool ready = true;
         for (size_t g = 0; g < n && ready; ++g) {
-          for (const RoleKey& d : deps_of(order[r][next[r] + g], stages)) {
-            auto it = finished.find(d);
-            if (it == finished.end()) {
+          for (const Need& d : deps_of(order[r][next[r] + g], stages)) {
+            const int64_t done = finished.get(role_index(d.role), d.mb.v, d.stage.v);
+            if (done < 0) {
               ready = false;
               break;
             }
-            start = std::max(start, it->second + 1);
+            start = std::max(start, done + 1);
           }
         }
         if (!ready) break;
         for (size_t g = 0; g < n; ++g) {
           const ComputeAction& a = order[r][next[r] + g];
           for (Role role : {Role::FORWARD, Role::INPUT_GRAD, Role::WEIGHT_GRAD})
-            if (has_role(op_kind(a), role)) finished[RoleKey{role, a.mb.v, a.stage.v}] = start + static_cast<int64_t>(n) - 1;
+            if (has_role(op_kind(a), role)) finished.set(role_index(role), a.mb.v, a.stage.v, start + static_cast<int64_t>(n) - 1);
           tl.slot[r].push_back(start + static_cast<int64_t>(g));
         }
         free_at[r] = start + static_cast<int64_t>(n);
@@ -119,8 +167,8 @@ UnitTimeline simulate_unit_time(const ComputeOrder& order, const std::vector<std
     if (next[r] == order[r].size()) continue;
     const ComputeAction& a = order[r][next[r]];
     blocked += "; r" + std::to_string(r) + " at " + to_string(a) + " waits for";
-    for (const RoleKey& d : deps_of(a, stages))
-      if (!finished.count(d)) blocked += " " + name(order, d);
+    for (const Need& d : deps_of(a, stages))
+      if (finished.get(role_index(d.role), d.mb.v, d.stage.v) < 0) blocked += " " + name(order, key_of(d));
   }
   if (!blocked.empty())
     throw std::invalid_argument("unit-time simulation: the order cannot complete" + blocked);

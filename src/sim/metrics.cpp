@@ -1,17 +1,20 @@
-#include "ppstream/program/deps.h"
+// compute_metrics: per-rank waits, busy time, reduction overlap and the critical path of one
+// engine run (definitions in include/ppstream/sim/metrics.h).
 #include "ppstream/sim/metrics.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <string_view>
-#include <unordered_map>
-#include <utility>
+#include <optional>
 #include <stdexcept>
+#include <utility>
 
+#include "ppstream/program/deps.h"
 #include "ppstream/program/format.h"
 #include "ppstream/program/intervals.h"
+#include "ppstream/program/streams.h"
+#include "engine/topology.h"
 
 namespace ppstream::sim {
 namespace {
@@ -41,76 +44,85 @@ double intersection(const IntervalList<double>& a, IntervalList<double> b) {
   return intersection_length(a, merge_intervals(std::move(b)));
 }
 
-// Per-program lookups the critical-path walk and the wait attribution need, built once in
-// O(n log n) so that the walk is linear in the path (was a scan of the program per step).
-struct ProgramIndex {
-  std::vector<int32_t> prev_on_stream;                   // previous instruction on the same stream, or -1
-  std::unordered_map<std::string_view, size_t> record;   // event → first RECORD
-  std::vector<std::pair<P2POp, size_t>> batch_of_op;     // (op, BATCH holding it), sorted
+// The lookups the critical-path walk and the wait attribution need, from the set's Topology
+// (stream lists, each event's first RECORD, P2P mirrors by channel position): O(instructions)
+// to build, O(1) per question.
+struct Lookups {
+  const engine::Topology& topo;
+  std::vector<int32_t> prev_on_stream;  // per global instruction: the previous one on its stream (index), or -1
 
-  explicit ProgramIndex(const Program& prog) {
-    prev_on_stream.assign(prog.instrs.size(), -1);
-    std::unordered_map<std::string_view, int32_t> last;
-    record.reserve(prog.instrs.size() / 4);
-    decltype(last)::value_type* run = nullptr;  // the previous instruction's stream entry
-    for (size_t k = 0; k < prog.instrs.size(); ++k) {
-      const Instr& i = prog.instrs[k];
-      if (run && run->first == i.stream) {  // a run on one stream: no hash lookup
-        prev_on_stream[k] = std::exchange(run->second, static_cast<int32_t>(k));
-      } else {
-        auto [it, fresh] = last.emplace(i.stream, static_cast<int32_t>(k));
-        if (!fresh) prev_on_stream[k] = std::exchange(it->second, static_cast<int32_t>(k));
-        run = &*it;
-      }
-      if (i.op == OpKind::RECORD) record.emplace(i.event, k);
-      for (const P2POp& op : i.p2p) batch_of_op.emplace_back(op, k);
-    }
-    std::stable_sort(batch_of_op.begin(), batch_of_op.end(),
-                     [](const auto& x, const auto& y) { return x.first < y.first; });
+  explicit Lookups(const engine::Topology& t) : topo(t), prev_on_stream(t.stream_of.size(), -1) {
+    for (int32_t p = 0; p < t.programs(); ++p)
+      for (int32_t slot = t.stream_base[p]; slot < t.stream_base[p + 1]; ++slot)
+        for (int32_t j = t.stream_list_base[slot] + 1; j < t.stream_list_base[slot + 1]; ++j)
+          prev_on_stream[static_cast<size_t>(t.global(p, t.stream_list[j]))] = t.stream_list[j - 1];
   }
-  std::optional<size_t> prev(size_t k) const {
-    return prev_on_stream[k] < 0 ? std::nullopt : std::optional<size_t>(static_cast<size_t>(prev_on_stream[k]));
+  std::optional<size_t> prev(size_t p, size_t k) const {
+    const int32_t x = prev_on_stream[static_cast<size_t>(topo.global(static_cast<int32_t>(p), static_cast<int32_t>(k)))];
+    return x < 0 ? std::nullopt : std::optional<size_t>(static_cast<size_t>(x));
   }
-  std::optional<size_t> record_of(const std::string& event) const {
-    auto it = record.find(event);
-    return it == record.end() ? std::nullopt : std::optional<size_t>(it->second);
+  // The first RECORD of the event a WAIT (at index k of program p) waits for.
+  std::optional<size_t> record_of(size_t p, size_t k) const {
+    const int32_t r = topo.event_first_record[static_cast<size_t>(topo.event_slot(static_cast<int32_t>(p), static_cast<int32_t>(k)))];
+    return r == engine::kNone ? std::nullopt : std::optional<size_t>(static_cast<size_t>(r));
   }
   // The instruction whose completion a RECORD marks: the last non-RECORD/RESHARD before it on
   // its stream (RESHARD is free and follows its REDUCE_GRAD).
-  std::optional<size_t> recorded_work(const Program& p, size_t record_k) const {
-    for (auto k = prev(record_k); k; k = prev(*k)) {
-      const OpKind op = p.instrs[*k].op;
+  std::optional<size_t> recorded_work(size_t p, size_t record_k) const {
+    const Program& prog = topo.program(static_cast<int32_t>(p));
+    for (auto k = prev(p, record_k); k; k = prev(p, *k)) {
+      const OpKind op = prog.instrs[*k].op;
       if (op != OpKind::RECORD && op != OpKind::RESHARD) return k;
     }
     return std::nullopt;
   }
 };
 
-std::vector<ProgramIndex> index_programs(const ProgramSet& set) {
-  std::vector<ProgramIndex> out;
-  out.reserve(set.programs.size());
-  for (const Program& p : set.programs) out.emplace_back(p);
-  return out;
+// The wait of the compute-stream instruction k of program p, when it waited (> 0 ms): a WAIT at
+// its stream head (attributed to the work its event's RECORD follows), or a collective issued
+// on compute (CommHandle.wait).
+std::optional<StreamWait> compute_wait(const Lookups& look, size_t p, size_t k, const InstrTiming& ti) {
+  const Program& prog = look.topo.program(static_cast<int32_t>(p));
+  const Instr& i = prog.instrs[k];
+  if (is_collective(i.op)) {
+    if (ti.end_ms - ti.start_ms <= 0) return std::nullopt;
+    return StreamWait{prog.rank, i.stream, static_cast<int32_t>(k), to_text(i), "", kind_of(i.op),
+                      ti.start_ms, ti.end_ms, to_text(i), std::nullopt};
+  }
+  if (i.op != OpKind::WAIT || ti.start_ms - ti.ready_ms <= 0) return std::nullopt;
+  StreamWait w{prog.rank, i.stream, static_cast<int32_t>(k), to_text(i), i.event, WaitKind::OTHER,
+               ti.ready_ms, ti.start_ms, "", std::nullopt};
+  if (auto rec = look.record_of(p, k))
+    if (auto work = look.recorded_work(p, *rec)) {
+      const Instr& c = prog.instrs[*work];
+      w.kind = kind_of(c.op);
+      w.cause = to_text(c);
+      for (const P2POp& op : c.p2p)
+        if (!is_send(op.kind) && !w.peer) w.peer = op.peer;
+    }
+  return w;
 }
 
 struct Walker {
   const ProgramSet& set;
   const EngineResult& run;
   const CostModel& cost;
-  const std::vector<ProgramIndex>& index;
+  const Lookups& look;
 
   const InstrTiming& t(size_t p, size_t k) const { return run.timing[p][k]; }
 
   // The peer batch holding the mirror of one of this batch's ops that was posted at `matched`.
   std::optional<std::pair<size_t, size_t>> mirror_batch(size_t p, size_t k, double matched) const {
+    const engine::Topology& topo = look.topo;
     const Program& prog = set.programs[p];
-    for (const P2POp& op : prog.instrs[k].p2p) {
-      const size_t q = program_index(set, op.peer);
-      const P2POp want = mirror_of(op, prog.rank);
-      const auto& ops = index[q].batch_of_op;
-      auto it = std::lower_bound(ops.begin(), ops.end(), want, [](const auto& x, const P2POp& w) { return x.first < w; });
-      for (; it != ops.end() && it->first == want; ++it)
-        if (std::abs(t(q, it->second).start_ms - matched) < kEps) return std::pair{q, it->second};
+    const int32_t first = topo.first_op(topo.global(static_cast<int32_t>(p), static_cast<int32_t>(k)));
+    for (size_t j = 0; j < prog.instrs[k].p2p.size(); ++j) {
+      const int32_t m = topo.mirror[static_cast<size_t>(first) + j];
+      if (m == engine::kNone || !(topo.op(m) == mirror_of(prog.instrs[k].p2p[j], prog.rank))) continue;
+      const int32_t g = topo.op_instr[static_cast<size_t>(m)];
+      const int32_t q = topo.prog_of_global(g);
+      const auto qk = static_cast<size_t>(g - topo.instr_base[q]);
+      if (std::abs(t(static_cast<size_t>(q), qk).start_ms - matched) < kEps) return std::pair{static_cast<size_t>(q), qk};
     }
     return std::nullopt;
   }
@@ -145,13 +157,13 @@ struct Walker {
         const double late = ti.end_ms - cost.collective_ms(prog, i) - ti.start_ms;
         if (late > kEps) straggler = fmt::format("; slowest member {:.3f} ms late", late);
       } else if (i.op == OpKind::WAIT && ti.start_ms > ti.ready_ms + kEps) {
-        if (auto rec = index[p].record_of(i.event)) {
+        if (auto rec = look.record_of(p, k)) {
           next = std::pair{p, *rec};
           step.via = "event " + i.event;
         }
       }
       if (!next) {
-        const auto prev = index[p].prev(k);
+        const auto prev = look.prev(p, k);
         if (prev && std::abs(t(p, *prev).end_ms - ti.ready_ms) < kEps && ti.ready_ms > kEps) {
           next = std::pair{p, *prev};
           step.via = "stream order";
@@ -193,7 +205,9 @@ SimMetrics compute_metrics(const ProgramSet& set, const EngineResult& run, const
   if (!run.completed) throw std::invalid_argument("simulate: the step did not complete:\n" + format_deadlock(set, run));
   SimMetrics m;
   m.step_time_ms = run.makespan_ms;
-  const std::vector<ProgramIndex> index = index_programs(set);
+  std::optional<engine::Topology> own;  // built here when the caller has none
+  if (!opts.topology) own = engine::build_topology(set);
+  const Lookups look(opts.topology ? *opts.topology : *own);
   double comm_total = 0, overlap_total = 0;
   for (size_t p = 0; p < set.programs.size(); ++p) {
     const Program& prog = set.programs[p];
@@ -202,11 +216,10 @@ SimMetrics compute_metrics(const ProgramSet& set, const EngineResult& run, const
     rm.rank = prog.rank;
     rm.pp_rank = prog.pp_rank;
     std::vector<std::pair<double, double>> compute, reduce;
-    const ProgramIndex& pix = index[p];
     for (size_t k = 0; k < prog.instrs.size(); ++k) {
       const Instr& i = prog.instrs[k];
       const InstrTiming& ti = run.timing[p][k];
-      const bool on_compute = i.stream == "compute";
+      const bool on_compute = i.stream == streams::kCompute;
       rm.step_end_ms = std::max(rm.step_end_ms, ti.end_ms);
       if (is_work(i.op)) {
         rm.compute_ms += ti.end_ms - ti.start_ms;
@@ -218,23 +231,8 @@ SimMetrics compute_metrics(const ProgramSet& set, const EngineResult& run, const
         m.p2p.push_back({prog.rank, static_cast<int32_t>(k), i.stream, to_text(i), ti.start_ms,
                          ti.end_ms - cost.batch_ms(prog, i), ti.end_ms});
       if (!on_compute) continue;
-      std::optional<StreamWait> w;
-      if (is_collective(i.op)) {
-        w = StreamWait{prog.rank, i.stream, static_cast<int32_t>(k), to_text(i), "", kind_of(i.op),
-                       ti.start_ms, ti.end_ms, to_text(i), std::nullopt};
-      } else if (i.op == OpKind::WAIT) {
-        w = StreamWait{prog.rank, i.stream, static_cast<int32_t>(k), to_text(i), i.event, WaitKind::OTHER,
-                       ti.ready_ms, ti.start_ms, "", std::nullopt};
-        if (auto rec = pix.record_of(i.event))
-          if (auto work = pix.recorded_work(prog, *rec)) {
-            const Instr& c = prog.instrs[*work];
-            w->kind = kind_of(c.op);
-            w->cause = to_text(c);
-            for (const P2POp& op : c.p2p)
-              if (!is_send(op.kind) && !w->peer) w->peer = op.peer;
-          }
-      }
-      if (!w || w->ms() <= 0) continue;
+      const std::optional<StreamWait> w = compute_wait(look, p, k, ti);
+      if (!w) continue;
       rm.compute_wait_ms += w->ms();
       if (w->kind == WaitKind::REDUCE) rm.reduce_exposed_ms += w->ms();
       if (!rm.longest_compute_wait || w->ms() > rm.longest_compute_wait->ms() + kEps) rm.longest_compute_wait = w;
@@ -255,7 +253,7 @@ SimMetrics compute_metrics(const ProgramSet& set, const EngineResult& run, const
   if (!m.ranks.empty()) m.bubble_ratio /= static_cast<double>(m.ranks.size());
   if (m.ideal_compute_ms > 0) m.bubble_over_ideal = (m.step_time_ms - m.ideal_compute_ms) / m.ideal_compute_ms;
   if (comm_total > 0) m.reduce_overlap_ratio = overlap_total / comm_total;
-  m.critical_path = Walker{set, run, cost, index}.walk();
+  m.critical_path = Walker{set, run, cost, look}.walk();
   return m;
 }
 

@@ -86,29 +86,122 @@ std::vector<ReducePolicy> parse_policies(const std::string& text) {
   throw std::invalid_argument("--reduce-grad " + text + ": expected inline, async or both");
 }
 
-SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
+namespace {
+
+// The policies to simulate: the asked ones, else the config's own; checked against the options.
+std::vector<ReducePolicy> policies_for(const PipelineConfig& cfg, const SimOptions& opts) {
   if (opts.trials < 1) throw std::invalid_argument(fmt::format("simulate: --trials {}: expected at least 1", opts.trials));
   std::vector<ReducePolicy> policies = opts.policies;
   if (policies.empty()) policies = {cfg.mode == DPMode::NONE ? ReducePolicy::NONE : cfg.reduce_grad};
   if (cfg.mode == DPMode::NONE && std::any_of(policies.begin(), policies.end(), [](ReducePolicy p) { return p != ReducePolicy::NONE; }))
     throw ConfigError("config: simulate --reduce-grad needs data parallelism (data_parallel.mode: fsdp or hsdp); this config has none");
-
   if (opts.platform == PlatformKind::STRICT)
     throw std::invalid_argument("simulate: platform strict is untimed (every duration is zero); use ascend-mindspore, "
                                 "ascend-mindspore-one-comm-stream or cpu-serial");
+  return policies;
+}
+
+// The report's header (world, cost section) and the straggler model's spec (the seed option
+// applied) from the config's extra sections.
+SimReport report_header(const PipelineConfig& cfg, const SimOptions& opts, StragglerSpec& straggler) {
   SimReport report;
   report.cluster = opts.cluster;
   report.platform = opts.platform;
   report.mode = cfg.mode;
-  const World world = cfg.world(opts.cluster);
-  report.world = world;
+  report.world = cfg.world(opts.cluster);
   const auto cost_it = cfg.extra_sections.find("cost");
   report.cost = cost_it == cfg.extra_sections.end() ? CostSpec{} : parse_cost_spec(cost_it->second, cfg.num_stages());
   const auto strag_it = cfg.extra_sections.find("straggler");
-  StragglerSpec straggler = strag_it == cfg.extra_sections.end() ? StragglerSpec{} : parse_straggler_spec(strag_it->second, world, cfg.num_stages());
+  straggler = strag_it == cfg.extra_sections.end() ? StragglerSpec{}
+                                                   : parse_straggler_spec(strag_it->second, report.world, cfg.num_stages());
   if (opts.seed) straggler.seed = *opts.seed;
   report.seed = straggler.seed;
+  return report;
+}
 
+// Lowers `c` into `set` and verifies the one-replica set once (the expanded world is its
+// replication, too large to verify on every run); under --cluster `set` then becomes the
+// expanded world. Returns the Topology of `set`, shared by the verifier and every engine run: it
+// points at `set`, which must stay in place while the topology is used.
+engine::Topology compile_verified(const PipelineConfig& c, ReducePolicy policy, bool cluster, ProgramSet& set) {
+  LowerOptions once;
+  once.verify_each_pass = false;
+  set = compile(c, once);
+  engine::Topology topo = engine::build_topology(set);
+  if (auto violations = verify_topology(topo); !violations.empty())
+    throw VerifyError(fmt::format("simulate: the {} programs do not verify", to_string(policy)), std::move(violations));
+  if (!cluster) return topo;
+  LowerOptions lo;
+  lo.expanded = true;
+  lo.verify_each_pass = false;
+  topo = engine::Topology{};  // drop the one-replica tables before the expanded set exists
+  set = compile(c, lo);
+  return engine::build_topology(set);
+}
+
+// One trial: the engine run (a second run with the link-sharing extras unless links are
+// dedicated), checked to have completed with a finite step time. `wall_ms`: the engine's time.
+EngineResult run_trial(const engine::Topology& topo, SimCostModel& model, const SimOptions& opts, const CostSpec& cost,
+                       ReducePolicy policy, double& wall_ms) {
+  const ProgramSet& s = *topo.set;
+  EngineOptions eo;
+  eo.platform = opts.platform;
+  eo.cost = &model;
+  const auto t0 = std::chrono::steady_clock::now();
+  EngineResult run = engine::run_checked(topo, eo);
+  if (run.completed && cost.link_sharing != LinkSharing::DEDICATED) {
+    model.set_extra_ms(link_extras(s, run, model));
+    run = engine::run_checked(topo, eo);
+  }
+  wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!run.completed)
+    throw std::invalid_argument(fmt::format("simulate: {} step did not complete:\n{}", to_string(policy), format_deadlock(s, run)));
+  // Each duration is finite (the engine checks), but their sum can still overflow a double.
+  if (!std::isfinite(run.makespan_ms))
+    throw std::invalid_argument(fmt::format("simulate: {} step time is {} ms: the cost section's times add up beyond "
+                                            "a double; expected costs whose step stays finite",
+                                            to_string(policy), run.makespan_ms));
+  return run;
+}
+
+// Trial 0 of a policy: its metrics (detail for replica 0) and, when asked, its Chrome trace.
+void first_trial_outputs(const engine::Topology& topo, const EngineResult& run, const SimCostModel& model,
+                         const ProgramFilter& replica0, const std::string& trace_path, PolicyRun& pr) {
+  const ProgramSet& s = *topo.set;
+  MetricsOptions mo;
+  mo.detail = replica0;
+  mo.topology = &topo;
+  pr.metrics = compute_metrics(s, run, model, mo);
+  pr.engine_events = run.events_processed;
+  if (trace_path.empty()) return;
+  std::ofstream f(trace_path);
+  if (!f) throw std::invalid_argument("simulate: cannot write " + trace_path);
+  const SimMetrics& m = pr.metrics;
+  write_chrome_trace(f, s, run, model, replica0,
+                     fmt::format(R"({{"policy":"{}","step_time_ms":{},"bubble_ratio":{},"reduce_exposed_ms":{}}})",
+                                 to_string(pr.policy), m.step_time_ms, m.bubble_ratio, m.reduce_exposed_ms));
+}
+
+// Percentiles and mean of the trials' step times (non-empty).
+void summarize(TrialStats& trials) {
+  const auto& st = trials.step_time_ms;
+  trials.p50_ms = percentile(st, 50);
+  trials.p90_ms = percentile(st, 90);
+  trials.p99_ms = percentile(st, 99);
+  double sum = 0;
+  for (double v : st) sum += v;
+  trials.mean_ms = sum / static_cast<double>(st.size());
+}
+
+}  // namespace
+
+// Per policy: compile and verify once, run every trial on the shared topology, keep trial 0's
+// metrics (and trace), then the SVG of every policy's trial 0.
+SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
+  const std::vector<ReducePolicy> policies = policies_for(cfg, opts);
+  StragglerSpec straggler;
+  SimReport report = report_header(cfg, opts, straggler);
+  const World world = report.world;
   const int64_t total = static_cast<int64_t>(policies.size()) * opts.trials;
   int64_t done = 0;
   const int32_t dp = world.dp();
@@ -117,28 +210,12 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
   };
   std::vector<ProgramSet> sets;
   std::vector<EngineResult> firsts;
-  sets.reserve(policies.size());
+  sets.reserve(policies.size());  // each topology points at its set: no reallocation
   for (ReducePolicy policy : policies) {
     PipelineConfig c = cfg;
     if (policy != ReducePolicy::NONE) c.reduce_grad = policy;
-    // Verify the finished one-replica set once; the expanded world is its replication
-    // (expand-world), too large to verify on every run.
-    LowerOptions once;
-    once.verify_each_pass = false;
-    // One Topology per set, shared by the verifier and the engine runs (built for the set in
-    // place: it points at it).
-    sets.push_back(compile(c, once));
-    engine::Topology topo = engine::build_topology(sets.back());
-    if (auto violations = verify_topology(topo); !violations.empty())
-      throw VerifyError(fmt::format("simulate: the {} programs do not verify", to_string(policy)), std::move(violations));
-    if (opts.cluster) {
-      LowerOptions lo;
-      lo.expanded = true;
-      lo.verify_each_pass = false;
-      topo = engine::Topology{};
-      sets.back() = compile(c, lo);
-      topo = engine::build_topology(sets.back());
-    }
+    sets.emplace_back();
+    const engine::Topology topo = compile_verified(c, policy, opts.cluster, sets.back());
     const ProgramSet& s = sets.back();
     PolicyRun pr;
     pr.policy = policy;
@@ -146,50 +223,20 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
     for (const Program& p : s.programs) pr.instructions += p.instrs.size();
     for (int32_t trial = 0; trial < opts.trials; ++trial) {
       SimCostModel model(s, c, report.cost, StragglerModel(straggler, world, static_cast<uint64_t>(trial)));
-      EngineOptions eo;
-      eo.platform = opts.platform;
-      eo.cost = &model;
-      const auto t0 = std::chrono::steady_clock::now();
-      EngineResult run = engine::run_checked(topo, eo);
-      if (run.completed && report.cost.link_sharing != LinkSharing::DEDICATED) {
-        model.set_extra_ms(link_extras(s, run, model));
-        run = engine::run_checked(topo, eo);
-      }
-      const auto t1 = std::chrono::steady_clock::now();
-      if (!run.completed)
-        throw std::invalid_argument(fmt::format("simulate: {} step did not complete:\n{}", to_string(policy), format_deadlock(s, run)));
-      // Each duration is finite (the engine checks), but their sum can still overflow a double.
-      if (!std::isfinite(run.makespan_ms))
-        throw std::invalid_argument(fmt::format("simulate: {} step time is {} ms: the cost section's times add up beyond "
-                                                "a double; expected costs whose step stays finite",
-                                                to_string(policy), run.makespan_ms));
+      double wall_ms = 0;
+      EngineResult run = run_trial(topo, model, opts, report.cost, policy, wall_ms);
       pr.trials.step_time_ms.push_back(run.makespan_ms);
       if (trial == 0) {
-        MetricsOptions mo;
-        mo.detail = replica0;
-        pr.metrics = compute_metrics(s, run, model, mo);
-        pr.engine_events = run.events_processed;
-        pr.engine_wall_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-        if (!opts.trace_path.empty()) {
-          const std::string path = policies.size() > 1 ? with_suffix(opts.trace_path, to_string(policy)) : opts.trace_path;
-          std::ofstream f(path);
-          if (!f) throw std::invalid_argument("simulate: cannot write " + path);
-          const SimMetrics& m = pr.metrics;
-          write_chrome_trace(f, s, run, model, replica0,
-                             fmt::format(R"({{"policy":"{}","step_time_ms":{},"bubble_ratio":{},"reduce_exposed_ms":{}}})",
-                                         to_string(policy), m.step_time_ms, m.bubble_ratio, m.reduce_exposed_ms));
-        }
+        pr.engine_wall_ms = wall_ms;
+        const std::string path = policies.size() > 1 && !opts.trace_path.empty()
+                                     ? with_suffix(opts.trace_path, to_string(policy))
+                                     : opts.trace_path;
+        first_trial_outputs(topo, run, model, replica0, path, pr);
         firsts.push_back(std::move(run));
       }
       if (opts.progress) opts.progress(++done, total, to_string(policy));
     }
-    const auto& st = pr.trials.step_time_ms;
-    pr.trials.p50_ms = percentile(st, 50);
-    pr.trials.p90_ms = percentile(st, 90);
-    pr.trials.p99_ms = percentile(st, 99);
-    double sum = 0;
-    for (double v : st) sum += v;
-    pr.trials.mean_ms = sum / static_cast<double>(st.size());
+    summarize(pr.trials);
     report.runs.push_back(std::move(pr));
     // Only the SVG needs a policy's programs and timings after its metrics (a cluster set is ~1 GB).
     if (opts.svg_path.empty()) sets.back() = ProgramSet{}, firsts.back() = EngineResult{};

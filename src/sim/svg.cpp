@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "ppstream/sim/trace.h"
+#include "ppstream/program/streams.h"
 
 namespace ppstream::sim {
 namespace {
@@ -53,7 +54,7 @@ struct Box {
 };
 
 Box box_of(const Instr& i, const InstrTiming& t) {
-  const bool on_compute = i.stream == "compute";
+  const bool on_compute = i.stream == streams::kCompute;
   Box x{t.start_ms, t.end_ms, on_compute ? 0.0 : 1.0, nullptr, {}, {}};
   switch (i.op) {
     case OpKind::F: x.color = kF, x.label = fmt::format("{}/{}", i.mb.v, i.stage.v), x.tip = fmt::format("F mb{} s{}", i.mb.v, i.stage.v); break;
@@ -111,7 +112,7 @@ void draw_rank(std::ostringstream& o, const Program& prog, const std::vector<Ins
     o << fmt::format(R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{:.1f}" fill="{}" stroke="white" stroke-width="0.3"><title>{} {:.3f}–{:.3f} ms</title></rect>)",
                      x, ry, w, kLane - 4, bx.color, escape(bx.tip), bx.a, bx.b);
     // Inline collectives block compute: show the wait on the compute lane too.
-    if ((i.op == OpKind::REDUCE_GRAD || i.op == OpKind::UNSHARD) && i.stream == "compute")
+    if ((i.op == OpKind::REDUCE_GRAD || i.op == OpKind::UNSHARD) && i.stream == streams::kCompute)
       o << fmt::format(R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{:.1f}" fill="{}" opacity="0.8"><title>EVENT_WAIT on {} {:.3f}–{:.3f} ms</title></rect>)",
                        x, y + 2, w, kLane - 4, kWait, escape(bx.tip), bx.a, bx.b);
     if (!bx.label.empty() && w > 6.0 * static_cast<double>(bx.label.size()))

@@ -4,6 +4,7 @@
 
 #include "ppstream/analyze/trace_writer.h"
 #include "ppstream/program/format.h"
+#include "ppstream/program/streams.h"
 
 namespace ppstream::sim {
 namespace {
@@ -26,7 +27,7 @@ void add_trace_slices(analyze::TraceWriter& w, const ProgramSet& set, const Engi
     if (filter && !filter(prog)) continue;
     const Rank r = prog.rank;
     w.set_pp_rank(r, prog.pp_rank);
-    w.stream(r, "compute");
+    w.stream(r, std::string(streams::kCompute));
     for (size_t k = 0; k < prog.instrs.size(); ++k) {
       const Instr& i = prog.instrs[k];
       const InstrTiming& t = run.timing[p][k];
@@ -48,8 +49,8 @@ void add_trace_slices(analyze::TraceWriter& w, const ProgramSet& set, const Engi
           const std::string group = i.op == OpKind::UNSHARD ? fmt::format("shard[pp{}]", prog.pp_rank)
                                                             : fmt::format("dp[pp{}]", prog.pp_rank);
           // Issued on compute: HCCL runs on its own stream and compute waits (CommHandle.wait).
-          const bool on_compute = i.stream == "compute";
-          w.slice(r, on_compute ? "compute:hccl" : i.stream, to_text(r, i), s_us, d_us, SliceKind::COLLECTIVE, group);
+          const bool on_compute = i.stream == streams::kCompute;
+          w.slice(r, on_compute ? std::string(streams::kComputeHccl) : i.stream, to_text(r, i), s_us, d_us, SliceKind::COLLECTIVE, group);
           if (on_compute && d_us > 0) w.wait(r, i.stream, "CommHandle.wait", to_text(r, i), s_us, d_us);
           break;
         }

@@ -20,17 +20,19 @@ RankClocks::RankClocks(const engine::Topology& t, int32_t prog) {
     const size_t s = t.stream_of[g];
     int32_t* c = &cur[s * n_];
     const Instr& in = instrs[i];
-    if (in.op == OpKind::WAIT && recorded[t.aux[g]]) {
-      const int32_t* e = &event_clock[static_cast<size_t>(t.aux[g]) * n_];
+    const bool event_op = in.op == OpKind::WAIT || in.op == OpKind::RECORD;
+    const auto ev = static_cast<size_t>(event_op ? t.event_id(g) : 0);
+    if (in.op == OpKind::WAIT && recorded[ev]) {
+      const int32_t* e = &event_clock[ev * n_];
       for (size_t k = 0; k < n_; ++k) c[k] = std::max(c[k], e[k]);
     }
     ++c[s];
     stream_[i] = static_cast<uint16_t>(s);
     own_[i] = c[s];
     std::copy(c, c + n_, &clock_[i * n_]);
-    if (in.op == OpKind::RECORD && !recorded[t.aux[g]]) {
-      recorded[t.aux[g]] = 1;
-      std::copy(c, c + n_, &event_clock[static_cast<size_t>(t.aux[g]) * n_]);
+    if (in.op == OpKind::RECORD && !recorded[ev]) {
+      recorded[ev] = 1;
+      std::copy(c, c + n_, &event_clock[ev * n_]);
     }
   }
 }

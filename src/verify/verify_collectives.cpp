@@ -11,8 +11,7 @@ namespace ppstream::verify_detail {
 
 void check_collective_order(const engine::Topology& t, Report& rep) {
   if (!t.set->world.expanded) return;  // one member per group in the set: nothing to compare
-  for (int kind = 0; kind < 2; ++kind) {
-    const auto gk = static_cast<engine::GroupKind>(kind);
+  for (GroupKind kind : engine::kGroupKinds) {
     std::map<int32_t, std::vector<int32_t>> members;  // group id → programs, in rank order
     for (int32_t p = 0; p < t.programs(); ++p)
       if (t.group_of[kind][p] != kNone) members[t.group_of[kind][p]].push_back(p);
@@ -34,7 +33,7 @@ void check_collective_order(const engine::Topology& t, Report& rep) {
           const int32_t i = have[k] - t.instr_base[p];
           rep.add("collective-order", p, i,
                   fmt::format("{} is the {} {}-group collective of r{}, but the {} of r{} is {}", rep.op(p, i),
-                              ordinal(k + 1), to_string(gk), rep.rank(p).v, ordinal(k + 1), rep.rank(ref).v,
+                              ordinal(k + 1), to_string(kind), rep.rank(p).v, ordinal(k + 1), rep.rank(ref).v,
                               rep.remote(ref, want[k] - t.instr_base[ref])));
         } else if (have.size() != want.size()) {
           const bool extra_here = have.size() > want.size();
@@ -42,7 +41,7 @@ void check_collective_order(const engine::Topology& t, Report& rep) {
           const int32_t xi = (extra_here ? have[n] : want[n]) - t.instr_base[xp];
           rep.add("collective-order", xp, xi,
                   fmt::format("{} is the {} {}-group collective of r{}, but r{} issues only {} in that group",
-                              rep.op(xp, xi), ordinal(n + 1), to_string(gk), rep.rank(xp).v,
+                              rep.op(xp, xi), ordinal(n + 1), to_string(kind), rep.rank(xp).v,
                               rep.rank(extra_here ? ref : p).v, n));
         }
       }

@@ -18,7 +18,7 @@ void check_communicator_order(const engine::Topology& t, Report& rep) {
     if (t.skip(p)) continue;
     std::optional<RankClocks> clocks;  // built only for a rank with a cross-stream pair
     const int32_t base = t.instr_base[p];
-    for (int kind = 0; kind < 2; ++kind) {
+    for (GroupKind kind : engine::kGroupKinds) {
       const auto& seq = t.group_seq[kind][p];
       for (size_t k = 1; k < seq.size(); ++k) {
         const int32_t a = seq[k - 1] - base, b = seq[k] - base;
@@ -29,7 +29,7 @@ void check_communicator_order(const engine::Topology& t, Report& rep) {
                 fmt::format("{} and {} run on the same {}-group communicator from different streams with no "
                             "RECORD/WAIT chain between them; the communicator runs them in issue order, so this "
                             "one silently waits for the other: order them with an event",
-                            rep.op(p, b), rep.local(p, a), to_string(static_cast<GroupKind>(kind))));
+                            rep.op(p, b), rep.local(p, a), to_string(kind)));
       }
     }
   }

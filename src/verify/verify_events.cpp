@@ -14,7 +14,7 @@ void check_events(const engine::Topology& t, Report& rep) {
     for (size_t i = 0; i < instrs.size(); ++i) {
       const Instr& in = instrs[i];
       if (in.op != OpKind::RECORD && in.op != OpKind::WAIT) continue;
-      const int32_t e = t.aux[t.global(p, static_cast<int32_t>(i))];
+      const int32_t e = t.event_id(t.global(p, static_cast<int32_t>(i)));
       const auto ii = static_cast<int32_t>(i);
       if (in.op == OpKind::RECORD) {
         if (recorded[e] == kNone) {

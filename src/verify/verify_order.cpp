@@ -1,25 +1,52 @@
 // Rules `happens-before` (every buffer produced before it is consumed, per docs/semantics.md
 // "Buffers and happens-before") and the ordering half of `drain` (every REDUCE_GRAD and every
 // RESHARD off the compute stream happens-before OPT_STEP). Both use the rank's vector clocks.
+#include <algorithm>
 #include <map>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "ppstream/program/deps.h"
 #include "verify/report.h"
 #include "verify/vector_clock.h"
+#include "ppstream/program/streams.h"
 
 namespace ppstream::verify_detail {
 namespace {
 
 constexpr const char* kHb = "happens-before";
 
+// key → the first instruction index added with it, like a std::map filled by emplace, without a
+// node per key: add() everything, freeze() once (stable sort, first of each key kept), then
+// find() by binary search and iterate in key order.
+template <class Key>
+class FirstIndex {
+ public:
+  void add(const Key& k, int32_t i) { v_.emplace_back(k, i); }
+  void freeze() {
+    std::stable_sort(v_.begin(), v_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    v_.erase(std::unique(v_.begin(), v_.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+             v_.end());
+  }
+  int32_t find(const Key& k) const {
+    auto it = std::lower_bound(v_.begin(), v_.end(), k, [](const auto& e, const Key& x) { return e.first < x; });
+    return it != v_.end() && it->first == k ? it->second : kNone;
+  }
+  auto begin() const { return v_.begin(); }
+  auto end() const { return v_.end(); }
+
+ private:
+  std::vector<std::pair<Key, int32_t>> v_;
+};
+
 // Where the instructions of one rank are, by what they touch (first occurrence wins).
 struct RankIndex {
-  std::map<std::tuple<OpKind, int32_t, int32_t>, int32_t> compute;      // (op, mb, stage) → index
-  std::map<std::tuple<Role, int32_t, int32_t>, int32_t> role;            // (role, mb, stage) → first filler
-  std::map<std::tuple<P2PKind, int32_t, int32_t>, int32_t> batch;        // (kind, mb, stage) → BATCH
+  FirstIndex<std::tuple<OpKind, int32_t, int32_t>> compute;             // (op, mb, stage) → index
+  FirstIndex<std::tuple<Role, int32_t, int32_t>> role;                   // (role, mb, stage) → first filler
+  FirstIndex<std::tuple<P2PKind, int32_t, int32_t>> batch;               // (kind, mb, stage) → BATCH
   std::map<int32_t, std::vector<int32_t>> compute_of_stage;              // stage → its F/B/I/W, in order
   std::map<int32_t, std::vector<int32_t>> grads_of_stage;                // stage → its B/W (weight grads)
   std::map<int32_t, int32_t> unshard, reshard, reduce;                   // stage → first index
@@ -32,9 +59,9 @@ struct RankIndex {
       const Instr& in = p.instrs[k];
       const auto i = static_cast<int32_t>(k);
       if (is_compute(in.op)) {
-        compute.emplace(std::tuple{in.op, in.mb.v, in.stage.v}, i);
+        compute.add(std::tuple{in.op, in.mb.v, in.stage.v}, i);
         for (Role r : {Role::FORWARD, Role::INPUT_GRAD, Role::WEIGHT_GRAD})
-          if (has_role(in.op, r)) role.emplace(std::tuple{r, in.mb.v, in.stage.v}, i);
+          if (has_role(in.op, r)) role.add(std::tuple{r, in.mb.v, in.stage.v}, i);
         compute_of_stage[in.stage.v].push_back(i);
         if (has_role(in.op, Role::WEIGHT_GRAD)) grads_of_stage[in.stage.v].push_back(i);
         split = split || in.op == OpKind::I;
@@ -42,7 +69,7 @@ struct RankIndex {
       }
       switch (in.op) {
         case OpKind::BATCH:
-          for (const P2POp& op : in.p2p) batch.emplace(std::tuple{op.kind, op.mb.v, op.stage.v}, i);
+          for (const P2POp& op : in.p2p) batch.add(std::tuple{op.kind, op.mb.v, op.stage.v}, i);
           break;
         case OpKind::UNSHARD: unshard.emplace(in.stage.v, i); break;
         case OpKind::RESHARD:
@@ -59,6 +86,9 @@ struct RankIndex {
         default: break;
       }
     }
+    compute.freeze();
+    role.freeze();
+    batch.freeze();
   }
   // How a producer is named in messages: "F mb0 s1", "B mb0 s1" or (split) "I mb0 s1".
   std::string producer(Role r, int32_t mb, int32_t s) const {
@@ -71,6 +101,10 @@ template <class Map, class Key>
 int32_t find(const Map& m, const Key& k) {
   auto it = m.find(k);
   return it == m.end() ? kNone : it->second;
+}
+template <class Key>
+int32_t find(const FirstIndex<Key>& m, const Key& k) {
+  return m.find(k);
 }
 
 class RankChecker {
@@ -130,7 +164,7 @@ class RankChecker {
     if (idx_.opt == kNone) return;
     std::vector<int32_t> must = idx_.reduces;
     for (int32_t r : idx_.reshards)
-      if (prog_.instrs[r].stream != "compute") must.push_back(r);
+      if (prog_.instrs[r].stream != streams::kCompute) must.push_back(r);
     for (int32_t x : must)
       if (!clocks_.hb(x, idx_.opt))
         rep_.add("drain", p_, idx_.opt,

@@ -121,7 +121,7 @@ void check_batch_shape(const Topology& t, Report& rep) {
     for (size_t i = 0; i < instrs.size(); ++i) {
       const Instr& in = instrs[i];
       if (in.op != OpKind::BATCH) continue;
-      const int32_t first = t.aux[t.global(p, static_cast<int32_t>(i))];
+      const int32_t first = t.first_op(t.global(p, static_cast<int32_t>(i)));
       std::vector<Rank> peers;
       for (const P2POp& op : in.p2p)
         if (std::find(peers.begin(), peers.end(), op.peer) == peers.end()) peers.push_back(op.peer);

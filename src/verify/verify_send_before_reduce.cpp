@@ -9,12 +9,13 @@
 
 #include "ppstream/program/deps.h"
 #include "verify/report.h"
+#include "ppstream/program/streams.h"
 
 namespace ppstream::verify_detail {
 namespace {
 
-constexpr const char* kCompute = "compute";
-constexpr const char* kReduce = "reduce";
+using streams::kCompute;
+using streams::kReduce;
 
 struct LastSend {
   int32_t batch = kNone;  // BATCH holding SEND_B of the stage's last backward
@@ -39,7 +40,7 @@ void check_send_before_reduce(const engine::Topology& t, Report& rep) {
       if (in.stream != kCompute) continue;
       bool reduction_wait = in.op == OpKind::REDUCE_GRAD;
       if (in.op == OpKind::WAIT) {
-        const int32_t rec = t.event_first_record[t.event_base[p] + t.aux[t.global(p, i)]];
+        const int32_t rec = t.event_first_record[t.event_slot(p, i)];
         reduction_wait = rec != kNone && instrs[rec].stream == kReduce;
       }
       if (!reduction_wait) continue;

@@ -8,6 +8,8 @@
 // Pipeline Parallelism", ICLR 2024; PyTorch's I/W schedule actions).
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -33,16 +35,30 @@ inline bool has_role(OpKind k, Role r) { return (roles_of(k) & role_bit(r)) != 0
 // lives on another PP rank the data arrives by `recv` on the consumer (mirror: the producer's
 // send, P2P mirror_of). `buffer` names it in messages and docs.
 struct Need {
-  const char* buffer;  // "activation", "input grad", "stash", "dX stash"
-  Role role;
+  const char* buffer = "";  // "activation", "input grad", "stash", "dX stash"
+  Role role = Role::FORWARD;
   Microbatch mb;
   Stage stage;
   std::optional<P2PKind> recv;  // RECV_F / RECV_B when the producer stage may be remote
 };
+// What one compute op needs: at most two Needs, in a value (no allocation: asked once per op by
+// the lowering, the verifier and the unit-time model).
+class Needs {
+ public:
+  size_t size() const { return n_; }
+  const Need& operator[](size_t k) const { return v_[k]; }
+  const Need* begin() const { return v_.data(); }
+  const Need* end() const { return v_.data() + n_; }
+  void push_back(const Need& x) { v_[n_++] = x; }
+
+ private:
+  std::array<Need, 2> v_{};
+  size_t n_ = 0;
+};
 // F(mb,s): activation ← FORWARD (mb, s-1) [RECV_F] when s > 0.
 // B/I(mb,s): input grad ← INPUT_GRAD (mb, s+1) [RECV_B] unless last; stash ← FORWARD (mb, s).
 // W(mb,s): dX stash ← INPUT_GRAD (mb, s) (W reuses what I saved; no recompute).
-std::vector<Need> needs_of(OpKind op, Microbatch mb, Stage s, int32_t num_stages);
+Needs needs_of(OpKind op, Microbatch mb, Stage s, int32_t num_stages);
 // The send that carries a compute op's output to the neighbouring stage, if any: SEND_F for F
 // (s < last), SEND_B for the INPUT_GRAD role (s > 0); W sends nothing.
 std::optional<P2PKind> send_of(OpKind op, Stage s, int32_t num_stages);

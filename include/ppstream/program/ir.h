@@ -58,7 +58,7 @@ struct P2POp {
 // that equality and hashing are well defined (the parser and builders guarantee it).
 struct Instr {
   OpKind op = OpKind::F;
-  std::string stream;          // "compute", "p2p", "p2p.2", "reduce", "fsdp"
+  std::string stream;          // "compute", "p2p", "p2p.2", "reduce", "fsdp" (program/streams.h)
   Microbatch mb;               // F, B
   Stage stage;                 // F, B, UNSHARD, RESHARD, REDUCE_GRAD
   std::vector<P2POp> p2p;      // BATCH: ops in issue order (cpu-serial executes them in this order)

@@ -26,6 +26,10 @@
 #include "ppstream/program/ir.h"
 #include "ppstream/program/rank_figures.h"
 
+namespace ppstream::engine {
+struct Topology;  // src/engine/topology.h
+}
+
 namespace ppstream::sim {
 
 // What a stream wait waited for, from the instruction that precedes the RECORD on its stream.
@@ -86,6 +90,9 @@ struct SimMetrics {
 struct MetricsOptions {
   // Detail lists (compute_waits, p2p) only for ranks passing this; default every rank.
   std::function<bool(const Program&)> detail;
+  // The set's engine topology when the caller has built one (simulate shares its own); else
+  // compute_metrics builds it.
+  const engine::Topology* topology = nullptr;
 };
 
 // Throws std::invalid_argument if the run did not complete (a deadlock has no step time).
