@@ -107,16 +107,26 @@ void join_lane_op(const TraceSet& set, Rank rank, CommOpRecord& rec) {
   }
 }
 
+// The producer's figures are echoed in our report, so each is checked as ours are: times finite
+// and non-negative, ratios in [0, 1]; anything else is a TraceError naming file, op and key.
 void read_comm_info(const nlohmann::json& info, CommOpRecord& rec) {
   const auto& t = info.at("Communication Time Info");
-  auto num = [&](const char* key) { return t.contains(key) ? t.at(key).get<double>() : 0.0; };
-  rec.elapse_ms = num("Elapse Time(ms)");
-  rec.transit_ms = num("Transit Time(ms)");
-  rec.wait_ms = num("Wait Time(ms)");
-  rec.sync_ms = num("Synchronization Time(ms)");
-  rec.idle_ms = num("Idle Time(ms)");
-  rec.wait_ratio = num("Wait Time Ratio");
-  rec.sync_ratio = num("Synchronization Time Ratio");
+  auto num = [&](const char* key, double hi) {
+    if (!t.contains(key)) return 0.0;
+    const double v = t.at(key).get<double>();
+    if (!std::isfinite(v) || v < 0 || v > hi)
+      throw TraceError(fmt::format("{}: {}: \"{}\" is {}; expected {}", rec.source, rec.op, key, v,
+                                   hi == 1.0 ? "a ratio in [0, 1]" : "a finite time >= 0 ms"));
+    return v;
+  };
+  constexpr double kAnyTime = std::numeric_limits<double>::max();
+  rec.elapse_ms = num("Elapse Time(ms)", kAnyTime);
+  rec.transit_ms = num("Transit Time(ms)", kAnyTime);
+  rec.wait_ms = num("Wait Time(ms)", kAnyTime);
+  rec.sync_ms = num("Synchronization Time(ms)", kAnyTime);
+  rec.idle_ms = num("Idle Time(ms)", kAnyTime);
+  rec.wait_ratio = num("Wait Time Ratio", 1.0);
+  rec.sync_ratio = num("Synchronization Time Ratio", 1.0);
 }
 
 }  // namespace
@@ -240,7 +250,7 @@ void read_communication_matrix(const std::string& path, std::optional<Rank> rank
   } catch (const nlohmann::json::exception& e) {
     throw TraceError(fmt::format("{}: unexpected structure ({}); expected step → p2p|collective → op → "
                                  "\"src-dst\" → link objects",
-                                 path, e.what()));
+                                 path, without_json_id(e.what())));
   }
   set.sources.push_back(path);
 }
