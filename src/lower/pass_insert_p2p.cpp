@@ -31,13 +31,6 @@ namespace {
 
 using TransferKey = std::tuple<int64_t, int32_t, int32_t, bool>;  // finish, producer stage, mb, backward
 
-// A transfer both ends name the same way: (backward?, mb, producer stage).
-using TransferId = std::tuple<bool, int32_t, int32_t>;
-TransferId transfer_of(const P2POp& op) {
-  const int32_t producer = is_send(op.kind) ? op.stage.v : mirror_of(op, Rank{}).stage.v;
-  return {!is_forward(op.kind), op.mb.v, producer};
-}
-
 // Dense numbers of the step's transfers: (backward, mb, producer stage) → [0, size()), the same
 // on both ranks of a transfer. Microbatches in [0, microbatches), stages in [0, stages).
 class TransferIndex {
@@ -51,8 +44,8 @@ class TransferIndex {
            static_cast<size_t>(stage);
   }
   size_t operator()(const P2POp& op) const {
-    const auto [backward, mb, producer] = transfer_of(op);
-    return of(backward, mb, producer);
+    const Transfer t = carried_by(op);  // named alike on both ends (deps.h)
+    return of(t.role != Role::FORWARD, t.mb.v, t.producer.v);
   }
 
  private:
@@ -197,10 +190,10 @@ std::vector<std::vector<Placed>> place_ops(const ProgramSet& set, const Units& u
       const size_t id = index(op);
       const int64_t t = vis.produced[id];
       if (t < 0) throw std::logic_error("insert-p2p: a transfer has no producer");
-      const auto [backward, mb, producer] = transfer_of(op);
+      const Transfer tr = carried_by(op);
       size_t earliest = slot;
       while (!is_send(op.kind) && earliest > 0 && vis.unit_start[pi][earliest - 1] >= t) --earliest;
-      placed[pi].push_back({op, slot, earliest, static_cast<int32_t>(id), {t, producer, mb, backward}});
+      placed[pi].push_back({op, slot, earliest, static_cast<int32_t>(id), {t, tr.producer.v, tr.mb.v, tr.role != Role::FORWARD}});
     };
     for (size_t unit = 0; unit < u.compute[pi].size(); ++unit) {
       const Instr& c = p.instrs[u.compute[pi][unit]];

@@ -120,9 +120,8 @@ class RankChecker {
     for (const auto& [key, j] : idx_.batch) {
       const auto& [kind, mb, s] = key;
       if (kind != P2PKind::SEND_F && kind != P2PKind::SEND_B) continue;
-      const bool fwd = kind == P2PKind::SEND_F;
-      const char* buffer = fwd ? "activation" : "input grad";
-      const Role role = fwd ? Role::FORWARD : Role::INPUT_GRAD;
+      const Role role = carried_by(P2POp{kind, Microbatch{mb}, Stage{s}, prog_.rank}).role;
+      const char* buffer = role == Role::FORWARD ? "activation" : "input grad";
       const int32_t producer = find(idx_.role, std::tuple{role, mb, s});
       if (producer == kNone)
         rep_.add(kHb, p_, j,
