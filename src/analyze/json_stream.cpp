@@ -1,40 +1,13 @@
-// Chunked reading of JSON files (zlib for .gz and plain files alike) and the value cutter.
+// The value cutter over JSON text read chunk by chunk (bytes from byte_source.h).
 #include "json_stream.h"
 
 #include <fmt/format.h>
-#include <zlib.h>
 
-#include <climits>
 #include <string_view>
 
 #include "ppstream/analyze/timeline.h"
 
 namespace ppstream::analyze::detail {
-
-ByteSource::ByteSource(const std::string& path) : path_(path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) throw TraceError(fmt::format("{}: cannot open file", path));
-  gzbuffer(f, 1u << 15);  // compressed input; large reads inflate straight into our chunk
-  gz_ = f;
-}
-
-ByteSource::~ByteSource() { gzclose(static_cast<gzFile>(gz_)); }
-
-size_t ByteSource::read(char* dst, size_t n) {
-  auto f = static_cast<gzFile>(gz_);
-  const int got = gzread(f, dst, static_cast<unsigned>(std::min<size_t>(n, INT_MAX)));
-  int err = Z_OK;
-  const char* msg = gzerror(f, &err);
-  // gzread reports a truncated gzip stream as the end of the file (0 bytes); only gzerror tells
-  // them apart (Z_BUF_ERROR "unexpected end of file").
-  if (got < 0 || (got == 0 && err != Z_OK)) {
-    throw TraceError(fmt::format("{}: byte {} of the decompressed stream: gzip error: {} (the file is truncated "
-                                 "or corrupt)",
-                                 path_, produced_, msg ? msg : "unknown"));
-  }
-  produced_ += static_cast<uint64_t>(got);
-  return static_cast<size_t>(got);
-}
 
 JsonCursor::JsonCursor(ByteSource& src) : src_(src), buf_(kChunk) {}
 
@@ -64,6 +37,8 @@ std::string JsonCursor::take_string() {
 namespace {
 
 // Bytes that end a run: inside a string ('"', '\\'), inside a container ('"' and brackets).
+// (A 16-byte SSE2 search measured no faster on the Kineto samples: stop bytes come every few
+// bytes inside event objects.)
 struct ByteSet {
   bool has[256] = {};
   constexpr explicit ByteSet(std::string_view chars) {

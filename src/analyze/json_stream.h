@@ -7,25 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "byte_source.h"
+
 namespace ppstream::analyze::detail {
-
-// Bytes of a file, decompressed on the fly when it is gzip (zlib reads plain files as they are).
-// Throws TraceError naming the file and the decompressed byte of a gzip error.
-class ByteSource {
- public:
-  explicit ByteSource(const std::string& path);
-  ~ByteSource();
-  ByteSource(const ByteSource&) = delete;
-  ByteSource& operator=(const ByteSource&) = delete;
-  // Up to `n` bytes into `dst`; 0 at the end of the file.
-  size_t read(char* dst, size_t n);
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  void* gz_ = nullptr;  // gzFile
-  uint64_t produced_ = 0;
-};
 
 // Thrown by JsonCursor when the file ends inside a value: the caller names what it was reading.
 struct JsonCut {
