@@ -48,15 +48,16 @@ const Scratch& scratch() {
 
 // The error must name the input (`where`: file name, origin or key prefix) and carry no
 // library message ids, unless the input itself holds them (messages quote the input).
-// A CSV message quotes the unquoted field, so the input is also compared without its quotes.
+// A CSV message quotes the field as the reader sees it (no quotes, no carriage returns), so the
+// input is also compared in that form.
 Check located(const std::exception& e, const std::string& where, std::string_view input) {
   const std::string msg = e.what();
   if (msg.find(where) == std::string::npos) return "error does not name '" + where + "': " + msg;
-  std::string unquoted(input);
-  std::erase(unquoted, '"');
+  std::string as_csv_field(input);
+  std::erase_if(as_csv_field, [](char c) { return c == '"' || c == '\r'; });
   for (const char* lib : {"[json.exception.", "yaml-cpp: error"})
     if (msg.find(lib) != std::string::npos && input.find(lib) == std::string_view::npos &&
-        unquoted.find(lib) == std::string::npos)
+        as_csv_field.find(lib) == std::string::npos)
       return "library exception text leaked: " + msg;
   return std::nullopt;
 }
