@@ -11,8 +11,10 @@ compare with our `hta_window` figure, which does the same (docs/analyze.md).
 category) as JSON with the HTA version, the expected values of the C++ tests
 (tests/data/hta/expected.json).
 Exit status 1 when a rank differs by more than 0.5 percentage points.
-`--bench FILE` instead loads FILE with HTA once and prints {"seconds", "cpu_seconds", "peak_rss_mib"}
-as JSON (wall and CPU time of the load; peak RSS of the whole process).
+`--bench FILE` instead loads FILE with HTA once and prints {"seconds", "cpu_seconds", "peak_rss_mib",
+"worker_processes_peak_rss_mib", "tree_peak_rss_mib", "tree_peak_pss_mib", "tree_processes"} as JSON (wall
+and CPU time of the load; peak RSS of this process; the sampled peaks of this process and any workers
+together, scripts/proc_tree.py).
 """
 import argparse
 import json
@@ -23,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from proc_tree import Watcher
 
 SAMPLES = ["hta-sampled_rank-0.json.gz", "hta-sampled_rank-1.json.gz", "hta-nccl_data.json.gz"]
 TOLERANCE_PP = 0.5
@@ -103,18 +107,20 @@ def our_overlap(ppstream, path):
 def bench(path):
     logging.disable(logging.WARNING)
     from hta.trace_analysis import TraceAnalysis
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, Watcher(os.getpid()) as w:
         before = resource.getrusage(resource.RUSAGE_SELF)
         start = time.perf_counter()
         TraceAnalysis(trace_dir=hta_dir_for(path, tmp))
         seconds = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_SELF)
-    # HTA may parse in worker processes: count their CPU, and their peak RSS if larger.
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # HTA may parse in worker processes: count their CPU, and their peak RSS if larger
+        # (read before the watcher is reaped, so that its CPU is not counted).
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        tree = w.stop()
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime) + kids.ru_utime + kids.ru_stime
     peak = max(after.ru_maxrss, kids.ru_maxrss)
     print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mib": peak / 1024.0,
-                      "worker_processes_peak_rss_mib": kids.ru_maxrss / 1024.0}))
+                      "worker_processes_peak_rss_mib": kids.ru_maxrss / 1024.0, **tree}))
 
 
 def main():

@@ -10,8 +10,9 @@ and prints its cluster_step_trace_time.csv columns beside ours (`ppstream analyz
 the per-step `device-step columns`, docs/analyze.md), per step and rank:
     python3 scripts/msprof_check.py tests/data/ascend/msinsight-level0 --ppstream build/ppstream
 Exit status 1 when a column differs by more than 1 %.
-`--bench DIR` instead runs msprof-analyze once and prints {"seconds", "cpu_seconds", "peak_rss_mib"} as JSON
-(peak RSS of its largest process).
+`--bench DIR` instead runs msprof-analyze once and prints {"seconds", "cpu_seconds", "peak_rss_mib",
+"tree_peak_rss_mib", "tree_peak_pss_mib", "tree_processes"} as JSON: peak RSS of its largest process, and
+the sampled peaks of all its processes together (it runs multiprocessing workers; scripts/proc_tree.py).
 """
 import argparse
 import csv
@@ -22,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from proc_tree import Watcher
 
 TOLERANCE = 0.01
 # The producer's column → our per-rank key in the step rows of `analyze --json`.
@@ -47,13 +50,17 @@ def tool(venv):
 
 def run_msprof(exe, profile, out):
     """Runs msprof-analyze on a copy-free path; returns (wall s, CPU s of its processes, the largest peak RSS
-    of one of its processes in MiB)."""
+    of one of its processes in MiB, the sampled peaks of all its processes together: proc_tree.py)."""
     start = time.perf_counter()
-    subprocess.run([exe, "cluster", "-d", os.path.abspath(profile), "-m", "all", "-o", out], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    seconds = time.perf_counter() - start
-    u = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return seconds, u.ru_utime + u.ru_stime, u.ru_maxrss / 1024.0
+    tool_proc = subprocess.Popen([exe, "cluster", "-d", os.path.abspath(profile), "-m", "all", "-o", out],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with Watcher(tool_proc.pid) as w:
+        if tool_proc.wait() != 0:
+            raise subprocess.CalledProcessError(tool_proc.returncode, tool_proc.args)
+        seconds = time.perf_counter() - start
+        u = resource.getrusage(resource.RUSAGE_CHILDREN)  # before the watcher is reaped
+        tree = w.stop()
+    return seconds, u.ru_utime + u.ru_stime, u.ru_maxrss / 1024.0, tree
 
 
 def theirs(out):
@@ -86,9 +93,9 @@ def main():
     exe = tool(args.venv)
     with tempfile.TemporaryDirectory() as tmp:
         # msprof-analyze writes next to its input unless -o: keep the input read-only.
-        seconds, cpu, rss = run_msprof(exe, args.profile, tmp)
+        seconds, cpu, rss, tree = run_msprof(exe, args.profile, tmp)
         if args.bench:
-            print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mib": rss}))
+            print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mib": rss, **tree}))
             return 0
         t = theirs(tmp)
     o = ours(args.ppstream, args.profile)
