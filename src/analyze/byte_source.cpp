@@ -106,6 +106,7 @@ void ByteSource::corrupt(const char* reason) const {
 }
 
 size_t ByteSource::inflate(char* dst, size_t n) {
+  if (n == 0) return 0;
   inflate_state& s = gz_->state;
   s.next_out = reinterpret_cast<uint8_t*>(dst);
   s.avail_out = static_cast<uint32_t>(std::min<size_t>(n, UINT32_MAX));
@@ -121,13 +122,16 @@ size_t ByteSource::inflate(char* dst, size_t n) {
                                      path_, gz_->in_base + static_cast<uint64_t>(s.next_in - gz_->in.data()),
                                      produced_));
       }
-      uint8_t* next = s.next_in;
-      const uint32_t avail = s.avail_in;
+      // A fresh state for the next member, on the same input and output positions.
+      uint8_t* const next_in = s.next_in;
+      uint8_t* const next_out = s.next_out;
+      const uint32_t avail_in = s.avail_in, avail_out = s.avail_out;
       isal_inflate_reset(&s);
       s.crc_flag = ISAL_GZIP;
-      s.next_in = next;
-      s.avail_in = avail;
-      s.next_out = reinterpret_cast<uint8_t*>(dst) + (want - s.avail_out);
+      s.next_in = next_in;
+      s.avail_in = avail_in;
+      s.next_out = next_out;
+      s.avail_out = avail_out;
     }
     if (s.avail_in == 0 && !refill() && s.block_state != ISAL_BLOCK_FINISH) {
       // No input left. ISA-L may still hold decoded bytes; one call with no input flushes them.

@@ -68,6 +68,7 @@ TEST(AnalyzeByteSource, GzipMembersAndPlainFilesReadWhole) {
     EXPECT_EQ(read_all(gzip_member(big), step), big) << step;
     // Concatenated members (gzip(1) and zlib's gzread decode them all), one with an FNAME.
     EXPECT_EQ(read_all(gzip_member("{\"a\":") + gzip_member("1}", "trace.json"), step), "{\"a\":1}") << step;
+    EXPECT_EQ(read_all(gzip_member(big) + gzip_member("") + gzip_member(big), step), big + big) << step;
     // A plain file is read as it is, whatever its name says.
     EXPECT_EQ(read_all(big, step, "plain.json.gz"), big) << step;
   }
