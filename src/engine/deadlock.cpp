@@ -33,8 +33,8 @@ class Diagnosis {
       Blocked b;
       b.rank = topo_.program(p).rank;
       b.index = i;
-      b.stream = topo_.program(p).instrs[i].stream;
-      b.text = to_text(topo_.program(p).instrs[i]);
+      b.stream = topo_.program(p).stream_name(topo_.program(p).instrs[i].stream);
+      b.text = to_text(topo_.program(p), topo_.program(p).instrs[i]);
       describe(p, i, b);
       out.push_back(std::move(b));
     }
@@ -48,7 +48,7 @@ class Diagnosis {
 
   const Instr& instr(int32_t p, int32_t i) const { return topo_.program(p).instrs[i]; }
   std::string where(int32_t p, int32_t i) const {
-    return fmt::format("r{} #{} {}", topo_.program(p).rank.v, i, to_text(instr(p, i)));
+    return fmt::format("r{} #{} {}", topo_.program(p).rank.v, i, to_text(topo_.program(p), instr(p, i)));
   }
 
   // The blocked head that keeps instruction (p, i) from completing.

@@ -100,7 +100,7 @@ class Runner {
   double checked(double ms, int32_t p, int32_t i, const char* what) const {
     if (!(ms >= 0.0) || !std::isfinite(ms))
       throw std::invalid_argument(fmt::format("cost model: {} of r{} #{} {} is {} ms; expected a finite value >= 0",
-                                              what, st_.set.programs[p].rank.v, i, to_text(instr(p, i)), ms));
+                                              what, st_.set.programs[p].rank.v, i, to_text(st_.set.programs[p], instr(p, i)), ms));
     return ms;
   }
   double compute_ms(int32_t p, int32_t i) const {

@@ -238,7 +238,7 @@ void Device::checked(int32_t k, int64_t CheckCounts::*kind, const std::optional<
 void Device::error(int32_t k, const std::string& what) {
   std::lock_guard lock(err_mu_);
   ++checks_.failed;
-  errors_.push_back(fmt::format("{} #{}: {}", to_text(prog_.rank, prog_.instrs[static_cast<size_t>(k)]), k, what));
+  errors_.push_back(fmt::format("{} #{}: {}", to_line(prog_, prog_.instrs[static_cast<size_t>(k)]), k, what));
 }
 
 bool Device::all_done() const {
