@@ -302,7 +302,7 @@ class Walker {
 
 uint32_t compute_stream(const RankTimeline& tl) {
   for (size_t i = 0; i < tl.streams.size(); ++i) {
-    if (tl.streams[i].name == streams::kCompute) return static_cast<uint32_t>(i);
+    if (tl.streams[i].name == streams::name_of(streams::kCompute)) return static_cast<uint32_t>(i);
   }
   std::vector<int64_t> busy(tl.streams.size(), 0);
   for (const auto& s : tl.slices) {

@@ -58,7 +58,7 @@ void read_meta(ond::object meta, PPStreamMeta& top) {
 // (hand-written traces) says nothing: OTHER.
 CollectiveOp op_of_instr(std::string_view text) {
   try {
-    switch (parse_instr_line(std::string(text)).second.op) {
+    switch (parse_instr_line(std::string(text)).instrs.front().op) {
       case OpKind::UNSHARD: return CollectiveOp::ALL_GATHER;
       case OpKind::REDUCE_GRAD: return CollectiveOp::REDUCE;
       default: return CollectiveOp::OTHER;

@@ -13,7 +13,7 @@ std::vector<P2PPart> parse_batch_parts(std::string_view text) {
   if (text.find("BATCH{") == std::string_view::npos) return parts;
   Instr in;
   try {
-    in = parse_instr_line(std::string(text), "P2P slice name").second;
+    in = parse_instr_line(std::string(text), "P2P slice name").instrs.front();
   } catch (const ParseError& e) {
     throw TraceError(fmt::format("P2P text '{}': not a canonical BATCH line 'r<rank> <stream> BATCH{{…}}': {}",
                                  text, e.what()));

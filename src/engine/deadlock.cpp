@@ -24,7 +24,7 @@ class Diagnosis {
     for (int32_t p = 0; p < topo_.programs(); ++p)
       for (int32_t slot = topo_.stream_base[p]; slot < topo_.stream_base[p + 1]; ++slot) {
         const int32_t h = st_.head_instr(slot);
-        if (h == kNone || st_.timing(p, h).issue_ms < 0) continue;
+        if (h == kNone || !st_.timing(p, h).issued()) continue;
         node_of_slot_[slot] = static_cast<int32_t>(heads.size());
         heads.emplace_back(p, h);
       }
@@ -33,8 +33,8 @@ class Diagnosis {
       Blocked b;
       b.rank = topo_.program(p).rank;
       b.index = i;
-      b.stream = topo_.program(p).instrs[i].stream;
-      b.text = to_text(topo_.program(p).instrs[i]);
+      b.stream = topo_.program(p).stream_name(topo_.program(p).instrs[i].stream);
+      b.text = to_text(topo_.program(p), topo_.program(p).instrs[i]);
       describe(p, i, b);
       out.push_back(std::move(b));
     }
@@ -48,14 +48,14 @@ class Diagnosis {
 
   const Instr& instr(int32_t p, int32_t i) const { return topo_.program(p).instrs[i]; }
   std::string where(int32_t p, int32_t i) const {
-    return fmt::format("r{} #{} {}", topo_.program(p).rank.v, i, to_text(instr(p, i)));
+    return fmt::format("r{} #{} {}", topo_.program(p).rank.v, i, to_text(topo_.program(p), instr(p, i)));
   }
 
   // The blocked head that keeps instruction (p, i) from completing.
   std::optional<int32_t> resolve(int32_t p, int32_t i) const {
     const int32_t slot = st_.stream_slot(p, i);
     const int32_t h = st_.head_instr(slot);
-    if (h != kNone && st_.timing(p, h).issue_ms >= 0 && node_of_slot_[slot] != kNone) return node_of_slot_[slot];
+    if (h != kNone && st_.timing(p, h).issued() && node_of_slot_[slot] != kNone) return node_of_slot_[slot];
     const int32_t b = st_.host_blocked_on[p];
     if (b != kNone && node_of_slot_[st_.stream_slot(p, b)] != kNone) return node_of_slot_[st_.stream_slot(p, b)];
     return std::nullopt;
@@ -103,7 +103,7 @@ class Diagnosis {
       const int32_t pm = topo_.prog_of_global(gm);
       const int32_t im = gm - topo_.instr_base[pm];
       const std::string what = to_text(topo_.op(m));
-      if (st_.timing(pm, im).start_ms >= 0)
+      if (st_.timing(pm, im).started())
         b.waiting_for = fmt::format("peer r{} has not reached {} (ops of its batch run one at a time, or its "
                                     "communication queue holds them): {}",
                                     mine.peer.v, what, where(pm, im));

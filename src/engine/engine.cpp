@@ -45,7 +45,7 @@ EngineState::EngineState(const ProgramSet& s, const Topology& t, const Platform&
 
 bool EngineState::arrived_at(int32_t g, int32_t inst) const {
   const int32_t p = topo.prog_of_global(g);
-  if (timing(p, g - topo.instr_base[p]).start_ms < 0) return false;
+  if (!timing(p, g - topo.instr_base[p]).started()) return false;
   const int32_t cs = topo.collective_slot(g);
   const CollectiveSlot& slot = topo.coll[cs];
   for (uint8_t j = 0; j < slot.n; ++j) {
@@ -100,7 +100,7 @@ class Runner {
   double checked(double ms, int32_t p, int32_t i, const char* what) const {
     if (!(ms >= 0.0) || !std::isfinite(ms))
       throw std::invalid_argument(fmt::format("cost model: {} of r{} #{} {} is {} ms; expected a finite value >= 0",
-                                              what, st_.set.programs[p].rank.v, i, to_text(instr(p, i)), ms));
+                                              what, st_.set.programs[p].rank.v, i, to_text(st_.set.programs[p], instr(p, i)), ms));
     return ms;
   }
   double compute_ms(int32_t p, int32_t i) const {
@@ -375,7 +375,7 @@ class Runner {
     const int32_t slot = st_.topo.stream_base[p] + c.stream;
     ++st_.head[slot];
     const int32_t next = st_.head_instr(slot);
-    if (next != kNone && st_.timing(p, next).issue_ms >= 0) make_ready(p, next, c.t);
+    if (next != kNone && st_.timing(p, next).issued()) make_ready(p, next, c.t);
     if (st_.host_blocked_on[p] == i) {
       st_.host_blocked_on[p] = kNone;
       issue_from(p, c.t);
@@ -391,7 +391,7 @@ class Runner {
       const int32_t h = st_.head_instr(slot);
       if (h == kNone) continue;
       const InstrTiming& tm = st_.timing(p, h);
-      if (tm.issue_ms < 0 || tm.start_ms >= 0 || tm.ready_ms < 0) continue;
+      if (!tm.issued() || tm.started() || !tm.at_head()) continue;
       if (instr(p, h).op == OpKind::WAIT && st_.topo.event_id(st_.topo.global(p, h)) == local_event) try_start(p, h, t);
     }
   }
@@ -408,7 +408,7 @@ EngineResult engine::run_on_topology(const ProgramSet& set, const Topology& topo
   res.completed = true;
   for (const auto& prog : res.timing)
     for (const auto& t : prog)
-      if (t.end_ms < 0) res.completed = false;
+      if (!t.finished()) res.completed = false;
   if (!res.completed) diagnose_deadlock(st);
   return res;
 }

@@ -32,10 +32,8 @@ struct Completion {
 };
 
 // The per-op time tables (fired, posted, matched) are hot and large: "not yet" there is kNotYet
-// (times are >= 0), asked through happened(). The rarer per-collective and per-unit states are
-// std::optional.
-inline constexpr double kNotYet = -1.0;
-inline bool happened(double t) { return t >= 0; }
+// asked through happened() (engine.h, as in InstrTiming). The rarer per-collective and per-unit
+// states are std::optional.
 
 struct EngineState {
   const ProgramSet& set;

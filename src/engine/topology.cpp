@@ -43,22 +43,41 @@ void check_ranks(const ProgramSet& set, Topology& t) {
   std::sort(t.rank_index.begin(), t.rank_index.end());
 }
 
-// Streams (ids in name order, so the tie-break key "stream name" is the id) and events.
-void index_streams_and_events(const ProgramSet& set, Topology& t, std::vector<int32_t>& ids) {
-  std::vector<std::string_view> names;
-  std::unordered_set<std::string_view> seen;
-  std::unordered_map<std::string_view, int32_t> events;
-  for (size_t p = 0; p < set.programs.size(); ++p) {
-    const auto& instrs = set.programs[p].instrs;
-    names.clear();
-    seen.clear();
-    std::string_view last_seen;  // runs of one stream skip the hash set
-    for (const Instr& in : instrs) {
-      if (!names.empty() && in.stream == last_seen) continue;
-      last_seen = in.stream;
-      if (seen.insert(in.stream).second) names.emplace_back(in.stream);
+// The names of the streams program `p` uses, in name order (the engine's tie-break key is the
+// stream name, not the table position), and for each table id its slot in that order. An id
+// outside the program's table is a rank-level error (the static rules then skip the program;
+// the engine does not run): every instruction then goes to one placeholder slot.
+std::vector<std::string_view> used_streams(const Program& prog, int32_t p, Topology& t, std::vector<uint16_t>& local) {
+  const size_t table = prog.stream_names.size();
+  local.assign(table, 0);
+  std::vector<char> used(table, 0);
+  std::vector<StreamId> ids;
+  for (const Instr& in : prog.instrs) {
+    if (in.stream.v >= table) {
+      t.errors.push_back({p, kNone, fmt::format("stream id {} is not in r{}'s stream table ({} names)", in.stream.v,
+                                                prog.rank.v, table)});
+      local.assign(table, 0);
+      return {"<bad stream id>"};
     }
-    std::sort(names.begin(), names.end());
+    if (!used[in.stream.v]) used[in.stream.v] = 1, ids.push_back(in.stream);
+  }
+  std::sort(ids.begin(), ids.end(), [&](StreamId a, StreamId b) { return prog.stream_names[a.v] < prog.stream_names[b.v]; });
+  std::vector<std::string_view> names;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    local[ids[k].v] = static_cast<uint16_t>(k);
+    names.emplace_back(prog.stream_names[ids[k].v]);
+  }
+  return names;
+}
+
+// Streams (slots in name order, so the tie-break key "stream name" is the slot) and events.
+void index_streams_and_events(const ProgramSet& set, Topology& t, std::vector<int32_t>& ids) {
+  std::unordered_map<std::string_view, int32_t> events;
+  std::vector<uint16_t> local;  // per table id: the stream's slot on its rank
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    const Program& prog = set.programs[p];
+    const auto& instrs = prog.instrs;
+    const std::vector<std::string_view> names = used_streams(prog, i32(p), t, local);
     if (names.size() > kMaxStreamsPerRank)
       t.errors.push_back({i32(p), kNone,
                           fmt::format("{} streams on one rank; at most {} (the verifier keeps a clock per stream for "
@@ -72,16 +91,9 @@ void index_streams_and_events(const ProgramSet& set, Topology& t, std::vector<in
     events.clear();
     events.reserve(instrs.size() / 2);
     const int32_t ebase = t.event_base.back();
-    std::string_view last_name;
-    uint16_t last_sid = 0;
     for (size_t i = 0; i < instrs.size(); ++i) {
       const Instr& in = instrs[i];
-      if (i == 0 || in.stream != last_name) {
-        last_name = in.stream;
-        last_sid = static_cast<uint16_t>(
-            std::lower_bound(names.begin(), names.end(), std::string_view(in.stream)) - names.begin());
-      }
-      const uint16_t sid = last_sid;
+      const uint16_t sid = in.stream.v < local.size() ? local[in.stream.v] : 0;
       t.stream_of.push_back(sid);
       ++count[sid];
       int32_t event = kNone;

@@ -19,7 +19,7 @@ Instr make_compute(OpKind op, Microbatch mb, Stage s) {
   return i;
 }
 
-Instr make_event(OpKind op, std::string_view stream, std::string event) {
+Instr make_event(OpKind op, StreamId stream, std::string event) {
   Instr i;
   i.op = op;
   i.stream = stream;
@@ -27,7 +27,7 @@ Instr make_event(OpKind op, std::string_view stream, std::string event) {
   return i;
 }
 
-Instr make_stage_op(OpKind op, std::string_view stream, Stage s) {
+Instr make_stage_op(OpKind op, StreamId stream, Stage s) {
   Instr i;
   i.op = op;
   i.stream = stream;

@@ -21,12 +21,13 @@
 namespace ppstream::lower {
 namespace {
 
-std::string stream_for(const std::vector<P2POp>& ops, int32_t rank, int32_t pp, P2PTransport t) {
-  if (t != P2PTransport::MULTI_STREAM) return std::string(streams::kP2P);
+// The stream of a batch of `p` (multi_stream: its edge's stream, interned in p's table).
+StreamId stream_for(Program& p, const std::vector<P2POp>& ops, int32_t pp, P2PTransport t) {
+  if (t != P2PTransport::MULTI_STREAM) return streams::kP2P;
   const auto send = std::find_if(ops.begin(), ops.end(), [](const P2POp& op) { return is_send(op.kind); });
   const int32_t q = (send != ops.end() ? *send : ops.front()).peer.v;
-  const int32_t edge = (q == (rank + 1) % pp) ? rank : q;
-  return streams::p2p_edge(edge);
+  const int32_t edge = (q == (p.pp_rank + 1) % pp) ? p.pp_rank : q;
+  return p.intern_stream(streams::p2p_edge(edge));
 }
 
 // The event a receive's RECORD names (its consumer's WAIT names the same), and its key.
@@ -71,7 +72,7 @@ ProgramSet assign_p2p_streams(ProgramSet out, const PipelineConfig& cfg) {
         pieces.push_back(std::move(i.p2p));
       i.p2p.clear();
       for (auto& ops : pieces) {
-        const std::string stream = stream_for(ops, p.pp_rank, pp, transport);
+        const StreamId stream = stream_for(p, ops, pp, transport);
         for (const P2POp& op : ops) {
           if (!is_send(op.kind)) continue;
           std::string ev = mb_stage_event(op.kind == P2PKind::SEND_F ? "fwd_out" : "bwd_out", op.mb, op.stage);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ppstream/program/format.h"
+#include "stream_index.h"
 
 namespace ppstream {
 namespace {
@@ -27,9 +28,9 @@ ojson p2p_to_json(const P2POp& op) {
   return j;
 }
 
-ojson instr_to_json(Rank r, const Instr& i) {
+ojson instr_to_json(const Program& p, const Instr& i) {
   ojson j;
-  j["stream"] = i.stream;
+  j["stream"] = p.stream_name(i.stream);
   j["op"] = to_string(i.op);
   switch (i.op) {
     case OpKind::F:
@@ -57,7 +58,7 @@ ojson instr_to_json(Rank r, const Instr& i) {
     case OpKind::OPT_STEP:
       break;
   }
-  j["text"] = to_text(r, i);
+  j["text"] = to_line(p, i);
   return j;
 }
 
@@ -136,7 +137,8 @@ P2POp read_p2p(const Reader& rd, const json& j, const std::string& path) {
   return op;
 }
 
-Instr read_instr(const Reader& rd, const json& j, const std::string& path, Rank rank) {
+// Reads one instruction of `prog` (its stream interned in prog's table through `streams`).
+Instr read_instr(const Reader& rd, const json& j, const std::string& path, Program& prog, detail::StreamIndex& streams) {
   if (!j.is_object()) rd.fail(path, "an object", &j);
   Instr in;
   std::string op = rd.get_string(j, "op", path);
@@ -145,9 +147,10 @@ Instr read_instr(const Reader& rd, const json& j, const std::string& path, Rank 
     rd.fail(path + ".op", "one of F, B, I, W, BATCH, RECORD, WAIT, UNSHARD, RESHARD, REDUCE_GRAD, OPT_STEP",
             &j.at("op"));
   in.op = *kind;
-  in.stream = rd.get_string(j, "stream", path);
-  if (!is_valid_stream_name(in.stream))
+  const std::string stream = rd.get_string(j, "stream", path);
+  if (!is_valid_stream_name(stream))
     rd.fail(path + ".stream", "a stream name [a-z][a-z0-9_.]*", &j.at("stream"));
+  in.stream = streams.intern(prog, stream);
   switch (in.op) {
     case OpKind::F:
     case OpKind::B:
@@ -184,7 +187,7 @@ Instr read_instr(const Reader& rd, const json& j, const std::string& path, Rank 
       break;
   }
   if (j.contains("text")) {
-    std::string canonical = to_text(rank, in);
+    std::string canonical = to_line(prog, in);
     const json& t = j.at("text");
     if (!t.is_string() || t.get<std::string>() != canonical)
       rd.fail(path + ".text", "\"" + canonical + "\" (the instruction's canonical text)", &t);
@@ -282,8 +285,11 @@ ProgramSet read_program_set(const json& root, const std::string& origin) {
     const json& instrs = rd.member(pj, "instrs", path);
     if (!instrs.is_array()) rd.fail(path + ".instrs", "an array", &instrs);
     p.instrs.reserve(instrs.size());
-    for (size_t i = 0; i < instrs.size(); ++i)
-      p.instrs.push_back(read_instr(rd, instrs[i], path + ".instrs[" + std::to_string(i) + "]", p.rank));
+    detail::StreamIndex streams;
+    for (size_t i = 0; i < instrs.size(); ++i) {
+      Instr in = read_instr(rd, instrs[i], path + ".instrs[" + std::to_string(i) + "]", p, streams);
+      p.instrs.push_back(std::move(in));
+    }
     set.programs.push_back(std::move(p));
   }
   return set;
@@ -303,7 +309,7 @@ std::string to_json(const ProgramSet& set, int indent) {
   ojson programs = ojson::array();
   for (const Program& p : set.programs) {
     ojson instrs = ojson::array();
-    for (const Instr& i : p.instrs) instrs.push_back(instr_to_json(p.rank, i));
+    for (const Instr& i : p.instrs) instrs.push_back(instr_to_json(p, i));
     ojson pj;
     pj["rank"] = p.rank.v;
     pj["pp_rank"] = p.pp_rank;

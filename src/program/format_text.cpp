@@ -20,10 +20,8 @@ void append_p2p(std::string& out, const P2POp& op) {
   append_int(out, is_send(op.kind) ? " ->r" : " <-r", op.peer.v);
 }
 
-// Appends "<stream> <OP> <args>"; only the fields the kind uses are printed.
-void append_instr(std::string& out, const Instr& i) {
-  out += i.stream;
-  out += ' ';
+// Appends "<OP> <args>"; only the fields the kind uses are printed.
+void append_op(std::string& out, const Instr& i) {
   out += to_string(i.op);
   switch (i.op) {
     case OpKind::F:
@@ -56,11 +54,18 @@ void append_instr(std::string& out, const Instr& i) {
   }
 }
 
+// Appends "<stream> <OP> <args>".
+void append_instr(std::string& out, const Program& p, const Instr& i) {
+  out += p.stream_name(i.stream);
+  out += ' ';
+  append_op(out, i);
+}
+
 void append_program(std::string& out, const Program& p) {
   for (const Instr& i : p.instrs) {
     append_int(out, "r", p.rank.v);
     out += ' ';
-    append_instr(out, i);
+    append_instr(out, p, i);
     out += '\n';
   }
 }
@@ -73,17 +78,23 @@ std::string to_text(const P2POp& op) {
   return out;
 }
 
-std::string to_text(const Instr& i) {
+std::string op_text(const Instr& i) {
   std::string out;
-  append_instr(out, i);
+  append_op(out, i);
   return out;
 }
 
-std::string to_text(Rank r, const Instr& i) {
+std::string to_text(const Program& p, const Instr& i) {
   std::string out;
-  append_int(out, "r", r.v);
+  append_instr(out, p, i);
+  return out;
+}
+
+std::string to_line(const Program& p, const Instr& i) {
+  std::string out;
+  append_int(out, "r", p.rank.v);
   out += ' ';
-  append_instr(out, i);
+  append_instr(out, p, i);
   return out;
 }
 

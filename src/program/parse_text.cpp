@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "ppstream/program/format.h"
+#include "stream_index.h"
 
 namespace ppstream {
 namespace {
@@ -124,12 +125,19 @@ P2POp parse_p2p(LineScanner& sc) {
   return op;
 }
 
-Instr parse_op(LineScanner& sc) {
+// A program being read, with the index of its stream table.
+struct RankBuild {
+  Program p;
+  detail::StreamIndex streams;
+};
+
+// "<stream> <op> <args>" → an instruction of `rb.p`, its stream interned in its table.
+Instr parse_op(LineScanner& sc, RankBuild& rb) {
   Instr in;
   std::string_view stream = sc.word();
   if (!is_valid_stream_name(stream))
     sc.fail("a stream name [a-z][a-z0-9_.]*", stream.empty() ? sc.peek_token() : stream);
-  in.stream = std::string(stream);
+  in.stream = rb.streams.intern(rb.p, stream);
   std::string_view op = sc.word();
   auto kind = parse_op_kind(std::string(op));
   if (!kind)
@@ -171,10 +179,13 @@ Instr parse_op(LineScanner& sc) {
   return in;
 }
 
-std::pair<Rank, Instr> parse_line(LineScanner& sc) {
+// "r<rank> <stream> <op> <args>": appends the instruction to its rank's program in `by_rank`.
+void parse_line(LineScanner& sc, std::map<int32_t, RankBuild>& by_rank) {
   Rank r{sc.prefixed_int("r", "r<rank> (e.g. r3) or 'world'")};
-  Instr in = parse_op(sc);
-  return {r, std::move(in)};
+  RankBuild& rb = by_rank[r.v];
+  rb.p.rank = r;
+  Instr in = parse_op(sc, rb);
+  rb.p.instrs.push_back(std::move(in));
 }
 
 // "<key>=<value>" with the key required in this position of the header.
@@ -226,15 +237,17 @@ void parse_header(LineScanner& sc, ProgramSet& set) {
 
 }  // namespace
 
-std::pair<Rank, Instr> parse_instr_line(const std::string& line, const std::string& origin, int line_no) {
+Program parse_instr_line(const std::string& line, const std::string& origin, int line_no) {
   LineScanner sc(line, origin, line_no);
-  return parse_line(sc);
+  std::map<int32_t, RankBuild> one;
+  parse_line(sc, one);
+  return std::move(one.begin()->second.p);
 }
 
 ProgramSet parse_program_set(const std::string& text, const std::string& origin) {
   ProgramSet set;
   bool have_header = false;
-  std::map<int32_t, Program> by_rank;  // sorted by rank as the set requires
+  std::map<int32_t, RankBuild> by_rank;  // sorted by rank as the set requires
   std::string_view rest = text;
   int line_no = 0;
   while (!rest.empty()) {
@@ -254,18 +267,15 @@ ProgramSet parse_program_set(const std::string& text, const std::string& origin)
       continue;
     }
     if (!have_header) sc.fail("the 'world pp=… policy=…' line before any instruction", first);
-    auto [rank, instr] = parse_line(sc);
-    Program& p = by_rank[rank.v];
-    p.rank = rank;
-    p.instrs.push_back(std::move(instr));
+    parse_line(sc, by_rank);
   }
   if (!have_header)
     throw ParseError(origin + ":" + std::to_string(line_no + 1) +
                      ": expected a 'world pp=… policy=…' line, got end of input");
   set.programs.reserve(by_rank.size());
-  for (auto& [r, p] : by_rank) {
-    p.pp_rank = pp_rank_of(p.rank, set.world);
-    set.programs.push_back(std::move(p));
+  for (auto& [r, rb] : by_rank) {
+    rb.p.pp_rank = pp_rank_of(rb.p.rank, set.world);
+    set.programs.push_back(std::move(rb.p));
   }
   return set;
 }

@@ -27,7 +27,7 @@ StepResult Device::run_step(int32_t step, double t0_ms, double deadline_ms) {
   streams_.clear();
   for (size_t s = 0; s < plan_.streams.size(); ++s) streams_.push_back(std::make_unique<Stream>());
   timing_.assign(prog_.instrs.size(), InstrTiming{});
-  fired_.assign(static_cast<size_t>(plan_.events), -1.0);
+  fired_.assign(static_cast<size_t>(plan_.events), kNotYet);
   errors_.clear();
   checks_ = {};
   sleep_until_ms(t0_ms);
@@ -223,7 +223,7 @@ void Device::fire(int32_t event, double at_ms) {
 
 double Device::wait_event(int32_t event) {
   std::unique_lock lock(event_mu_);
-  event_cv_.wait(lock, [&] { return fired_[static_cast<size_t>(event)] >= 0; });
+  event_cv_.wait(lock, [&] { return happened(fired_[static_cast<size_t>(event)]); });
   return fired_[static_cast<size_t>(event)];
 }
 
@@ -238,7 +238,7 @@ void Device::checked(int32_t k, int64_t CheckCounts::*kind, const std::optional<
 void Device::error(int32_t k, const std::string& what) {
   std::lock_guard lock(err_mu_);
   ++checks_.failed;
-  errors_.push_back(fmt::format("{} #{}: {}", to_text(prog_.rank, prog_.instrs[static_cast<size_t>(k)]), k, what));
+  errors_.push_back(fmt::format("{} #{}: {}", to_line(prog_, prog_.instrs[static_cast<size_t>(k)]), k, what));
 }
 
 bool Device::all_done() const {

@@ -89,7 +89,7 @@ class Device {
   std::vector<InstrTiming> timing_;
   std::mutex event_mu_;
   std::condition_variable event_cv_;
-  std::vector<double> fired_;  // per event: device time it fired, -1 not yet
+  std::vector<double> fired_;  // per event: device time it fired, or kNotYet (engine.h)
   std::mutex err_mu_;
   std::vector<std::string> errors_;
   CheckCounts checks_;  // guarded by err_mu_

@@ -51,7 +51,7 @@ std::string Device::report() const {
     } else {
       why = "running";
     }
-    out += fmt::format("replay: unfinished r{} stream {} #{} {}: {}\n", prog_.rank.v, plan_.streams[s], k, to_text(in), why);
+    out += fmt::format("replay: unfinished r{} stream {} #{} {}: {}\n", prog_.rank.v, plan_.streams[s], k, to_text(prog_, in), why);
   }
   return out;
 }

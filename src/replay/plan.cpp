@@ -57,16 +57,17 @@ RankPlan make_plan(const ProgramSet& set, size_t prog, const PipelineConfig& cfg
   plan.prog = prog;
   plan.instrs.resize(p.instrs.size());
   std::map<std::string, int32_t> events;
+  std::vector<int32_t> slot_of(p.stream_names.size(), -1);  // per StreamId (ids are in the table: topology checked)
   for (size_t k = 0; k < p.instrs.size(); ++k) {
     const Instr& in = p.instrs[k];
-    auto it = std::find(plan.streams.begin(), plan.streams.end(), in.stream);
-    if (it == plan.streams.end()) {
-      plan.streams.push_back(in.stream);
+    int32_t& slot = slot_of[in.stream.v];
+    if (slot < 0) {
+      slot = static_cast<int32_t>(plan.streams.size());
+      plan.streams.push_back(p.stream_name(in.stream));
       plan.stream_instrs.emplace_back();
-      it = plan.streams.end() - 1;
     }
-    plan.instrs[k].stream = static_cast<int32_t>(it - plan.streams.begin());
-    plan.stream_instrs[static_cast<size_t>(plan.instrs[k].stream)].push_back(static_cast<int32_t>(k));
+    plan.instrs[k].stream = slot;
+    plan.stream_instrs[static_cast<size_t>(slot)].push_back(static_cast<int32_t>(k));
     if (in.op == OpKind::RECORD || in.op == OpKind::WAIT)
       plan.instrs[k].event = events.try_emplace(in.event, static_cast<int32_t>(events.size())).first->second;
   }

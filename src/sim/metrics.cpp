@@ -86,17 +86,17 @@ std::optional<StreamWait> compute_wait(const Lookups& look, size_t p, size_t k, 
   const Instr& i = prog.instrs[k];
   if (is_collective(i.op)) {
     if (ti.end_ms - ti.start_ms <= 0) return std::nullopt;
-    return StreamWait{prog.rank, i.stream, static_cast<int32_t>(k), to_text(i), "", kind_of(i.op),
-                      ti.start_ms, ti.end_ms, to_text(i), std::nullopt};
+    return StreamWait{prog.rank, prog.stream_name(i.stream), static_cast<int32_t>(k), to_text(prog, i), "", kind_of(i.op),
+                      ti.start_ms, ti.end_ms, to_text(prog, i), std::nullopt};
   }
   if (i.op != OpKind::WAIT || ti.start_ms - ti.ready_ms <= 0) return std::nullopt;
-  StreamWait w{prog.rank, i.stream, static_cast<int32_t>(k), to_text(i), i.event, WaitKind::OTHER,
+  StreamWait w{prog.rank, prog.stream_name(i.stream), static_cast<int32_t>(k), to_text(prog, i), i.event, WaitKind::OTHER,
                ti.ready_ms, ti.start_ms, "", std::nullopt};
   if (auto rec = look.record_of(p, k))
     if (auto work = look.recorded_work(p, *rec)) {
       const Instr& c = prog.instrs[*work];
       w.kind = kind_of(c.op);
-      w.cause = to_text(c);
+      w.cause = to_text(prog, c);
       for (const P2POp& op : c.p2p)
         if (!is_send(op.kind) && !w.peer) w.peer = op.peer;
     }
@@ -141,7 +141,7 @@ struct Walker {
       const Program& prog = set.programs[p];
       const Instr& i = prog.instrs[k];
       const InstrTiming& ti = t(p, k);
-      CriticalStep step{prog.rank, i.stream, static_cast<int32_t>(k), to_text(i), ti.start_ms, ti.end_ms, ""};
+      CriticalStep step{prog.rank, prog.stream_name(i.stream), static_cast<int32_t>(k), to_text(prog, i), ti.start_ms, ti.end_ms, ""};
       // Where the wait before this instruction's completion came from.
       std::optional<std::pair<size_t, size_t>> next;
       std::string straggler;
@@ -228,7 +228,7 @@ SimMetrics compute_metrics(const ProgramSet& set, const EngineResult& run, const
       if (i.op == OpKind::REDUCE_GRAD) reduce.emplace_back(ti.start_ms, ti.end_ms);
       if (i.op == OpKind::BATCH && detail &&
           std::any_of(i.p2p.begin(), i.p2p.end(), [](const P2POp& op) { return !is_send(op.kind); }))
-        m.p2p.push_back({prog.rank, static_cast<int32_t>(k), i.stream, to_text(i), ti.start_ms,
+        m.p2p.push_back({prog.rank, static_cast<int32_t>(k), prog.stream_name(i.stream), to_text(prog, i), ti.start_ms,
                          ti.end_ms - cost.batch_ms(prog, i), ti.end_ms});
       if (!on_compute) continue;
       const std::optional<StreamWait> w = compute_wait(look, p, k, ti);

@@ -53,7 +53,7 @@ struct Box {
   std::string label, tip;
 };
 
-Box box_of(const Instr& i, const InstrTiming& t) {
+Box box_of(const Program& prog, const Instr& i, const InstrTiming& t) {
   const bool on_compute = i.stream == streams::kCompute;
   Box x{t.start_ms, t.end_ms, on_compute ? 0.0 : 1.0, nullptr, {}, {}};
   switch (i.op) {
@@ -65,8 +65,8 @@ Box box_of(const Instr& i, const InstrTiming& t) {
       x.tip = fmt::format("{} mb{} s{}", to_string(i.op), i.mb.v, i.stage.v);
       break;
     case OpKind::OPT_STEP: x.color = kOpt, x.tip = "OPT_STEP"; break;
-    case OpKind::BATCH: x.color = kP2P, x.lane = 1, x.tip = fmt::format("BATCH on {} ({} ops)", i.stream, i.p2p.size()); break;
-    case OpKind::REDUCE_GRAD: x.color = kReduce, x.lane = 1, x.label = fmt::format("R s{}", i.stage.v), x.tip = fmt::format("REDUCE_GRAD s{} on {}", i.stage.v, i.stream); break;
+    case OpKind::BATCH: x.color = kP2P, x.lane = 1, x.tip = fmt::format("BATCH on {} ({} ops)", prog.stream_name(i.stream), i.p2p.size()); break;
+    case OpKind::REDUCE_GRAD: x.color = kReduce, x.lane = 1, x.label = fmt::format("R s{}", i.stage.v), x.tip = fmt::format("REDUCE_GRAD s{} on {}", i.stage.v, prog.stream_name(i.stream)); break;
     case OpKind::UNSHARD: x.color = kUnshard, x.lane = 1, x.label = fmt::format("U s{}", i.stage.v), x.tip = fmt::format("UNSHARD s{}", i.stage.v); break;
     case OpKind::WAIT:
       if (on_compute) x.a = t.ready_ms, x.b = t.start_ms, x.color = kWait, x.tip = "EVENT_WAIT " + i.event;
@@ -105,7 +105,7 @@ void draw_rank(std::ostringstream& o, const Program& prog, const std::vector<Ins
     << "\n";
   for (size_t k = 0; k < prog.instrs.size(); ++k) {
     const Instr& i = prog.instrs[k];
-    const Box bx = box_of(i, timing[k]);
+    const Box bx = box_of(prog, i, timing[k]);
     if (!bx.color || bx.b - bx.a <= 0) continue;
     const double x = kLeft + bx.a * scale, w = std::max((bx.b - bx.a) * scale, 0.5);
     const double ry = y + bx.lane * kLane + 2;

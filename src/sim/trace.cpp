@@ -27,9 +27,10 @@ void add_trace_slices(analyze::TraceWriter& w, const ProgramSet& set, const Engi
     if (filter && !filter(prog)) continue;
     const Rank r = prog.rank;
     w.set_pp_rank(r, prog.pp_rank);
-    w.stream(r, std::string(streams::kCompute));
+    w.stream(r, prog.stream_name(streams::kCompute));
     for (size_t k = 0; k < prog.instrs.size(); ++k) {
       const Instr& i = prog.instrs[k];
+      const std::string& stream = prog.stream_name(i.stream);
       const InstrTiming& t = run.timing[p][k];
       const double s_us = (t.start_ms + offset_ms) * kUsPerMs, d_us = (t.end_ms - t.start_ms) * kUsPerMs;
       switch (i.op) {
@@ -39,10 +40,10 @@ void add_trace_slices(analyze::TraceWriter& w, const ProgramSet& set, const Engi
         case OpKind::W:
         case OpKind::OPT_STEP:
         case OpKind::RESHARD:
-          if (d_us > 0) w.slice(r, i.stream, to_text(r, i), s_us, d_us, SliceKind::COMPUTE);
+          if (d_us > 0) w.slice(r, stream, to_line(prog, i), s_us, d_us, SliceKind::COMPUTE);
           break;
         case OpKind::BATCH:
-          w.slice(r, i.stream, to_text(r, i), s_us, d_us, SliceKind::P2P);
+          w.slice(r, stream, to_line(prog, i), s_us, d_us, SliceKind::P2P);
           break;
         case OpKind::UNSHARD:
         case OpKind::REDUCE_GRAD: {
@@ -50,13 +51,13 @@ void add_trace_slices(analyze::TraceWriter& w, const ProgramSet& set, const Engi
                                                             : fmt::format("dp[pp{}]", prog.pp_rank);
           // Issued on compute: HCCL runs on its own stream and compute waits (CommHandle.wait).
           const bool on_compute = i.stream == streams::kCompute;
-          w.slice(r, on_compute ? std::string(streams::kComputeHccl) : i.stream, to_text(r, i), s_us, d_us, SliceKind::COLLECTIVE, group);
-          if (on_compute && d_us > 0) w.wait(r, i.stream, "CommHandle.wait", to_text(r, i), s_us, d_us);
+          w.slice(r, on_compute ? std::string(streams::kComputeHccl) : stream, to_line(prog, i), s_us, d_us, SliceKind::COLLECTIVE, group);
+          if (on_compute && d_us > 0) w.wait(r, stream, "CommHandle.wait", to_line(prog, i), s_us, d_us);
           break;
         }
         case OpKind::WAIT:
           if (t.start_ms > t.ready_ms)
-            w.wait(r, i.stream, i.event, to_text(r, i), (t.ready_ms + offset_ms) * kUsPerMs,
+            w.wait(r, stream, i.event, to_line(prog, i), (t.ready_ms + offset_ms) * kUsPerMs,
                    (t.start_ms - t.ready_ms) * kUsPerMs);
           break;
         case OpKind::RECORD:

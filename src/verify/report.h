@@ -33,6 +33,9 @@ class Report {
   // The instruction's text without its stream ("BATCH{…}"), for the subject of a message
   // whose location prefix already names the stream.
   std::string op(int32_t prog, int32_t index) const;
+  // The name of the instruction's stream ("<stream id N>" for an id outside its program's
+  // table, which the topology reports as a structure error).
+  std::string stream_of(int32_t prog, int32_t index) const;
 
  private:
   const ProgramSet& set_;
@@ -40,7 +43,6 @@ class Report {
   std::vector<Violation>& out_;
 };
 
-std::string op_text(const Instr& i);  // to_text(i) without the leading stream name
 using engine::ordinal;  // 1st, 2nd, 3rd, 4th, …
 
 // The rules, one function each (files verify_<area>.cpp). Each appends to the report.

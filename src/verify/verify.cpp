@@ -44,7 +44,7 @@ void Report::add(const char* rule, int32_t prog, int32_t index, std::string mess
     v.rank = set_.programs[prog].rank;
     if (index >= 0) {
       v.index = index;
-      v.stream = instr(prog, index).stream;
+      v.stream = stream_of(prog, index);
     }
   }
   v.message = std::move(message);
@@ -52,20 +52,18 @@ void Report::add(const char* rule, int32_t prog, int32_t index, std::string mess
   out_.push_back(std::move(v));
 }
 
-std::string op_text(const Instr& i) {
-  std::string t = to_text(i);
-  if (t.size() > i.stream.size() && t.compare(0, i.stream.size(), i.stream) == 0 && t[i.stream.size()] == ' ')
-    t.erase(0, i.stream.size() + 1);
-  return t;
+std::string Report::stream_of(int32_t prog, int32_t index) const {
+  const Program& p = set_.programs[prog];
+  const StreamId id = p.instrs[index].stream;
+  return id.v < p.stream_names.size() ? p.stream_names[id.v] : fmt::format("<stream id {}>", id.v);
 }
 
-
 std::string Report::local(int32_t prog, int32_t index) const {
-  return fmt::format("{} (#{} {})", op_text(instr(prog, index)), index, instr(prog, index).stream);
+  return fmt::format("{} (#{} {})", op_text(instr(prog, index)), index, stream_of(prog, index));
 }
 
 std::string Report::remote(int32_t prog, int32_t index) const {
-  return fmt::format("r{} #{} {}", rank(prog).v, index, to_text(instr(prog, index)));
+  return fmt::format("r{} #{} {} {}", rank(prog).v, index, stream_of(prog, index), op_text(instr(prog, index)));
 }
 
 std::string Report::op(int32_t prog, int32_t index) const { return op_text(instr(prog, index)); }

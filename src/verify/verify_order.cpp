@@ -180,8 +180,8 @@ class RankChecker {
   RankClocks clocks_;
 
   std::string why(int32_t a, int32_t b) const {
-    const std::string& sa = prog_.instrs[a].stream;
-    const std::string& sb = prog_.instrs[b].stream;
+    const std::string sa = rep_.stream_of(p_, a);
+    const std::string sb = rep_.stream_of(p_, b);
     if (sa == sb) return fmt::format("it comes later on {}", sa);
     return fmt::format("no RECORD/WAIT chain leads from {} to {} between them", sa, sb);
   }

@@ -40,19 +40,25 @@ class ParseError : public std::runtime_error {
   using std::runtime_error::runtime_error;  // "<origin>:<line>: <what was expected>"
 };
 
-// The printers print only the fields an instruction's kind uses and never throw; names are
+// The printers print only the fields an instruction's kind uses and never throw (but for
+// std::out_of_range on a stream id outside the program's table); names are
 // checked by the parsers (a stream or event name outside the grammar does not parse back).
-std::string to_text(const P2POp& op);                  // "SEND_B mb15 s7 ->r2"
-std::string to_text(const Instr& i);                   // "compute B mb15 s7" (no rank)
-std::string to_text(Rank r, const Instr& i);           // "r3 compute B mb15 s7"
+// An Instr's stream is an id in its program's table (streams.h), so printing it takes the
+// program; `op_text` prints what needs no stream.
+std::string to_text(const P2POp& op);                       // "SEND_B mb15 s7 ->r2"
+std::string op_text(const Instr& i);                        // "B mb15 s7" (no rank, no stream)
+std::string to_text(const Program& p, const Instr& i);      // "compute B mb15 s7" (no rank)
+std::string to_line(const Program& p, const Instr& i);      // "r3 compute B mb15 s7"
 std::string to_text(const ProgramSet& set);            // world line + every rank's lines
 std::string to_text(const ProgramSet& set, Rank only); // world line + that rank's lines;
                                                        // std::invalid_argument if rank absent
 std::string to_text_header(const ProgramSet& set);     // "world pp=4 … policy=async" (no newline)
 // Throws ParseError "<origin>:<line>: expected <what>, got '<token>'".
 ProgramSet parse_program_set(const std::string& text, const std::string& origin = "<text>");
-// Parses one instruction line "r3 compute B mb15 s7"; throws ParseError.
-std::pair<Rank, Instr> parse_instr_line(const std::string& line, const std::string& origin = "<text>", int line_no = 1);
+// Parses one instruction line "r3 compute B mb15 s7" into a program of that rank holding just
+// this instruction (its stream in that program's table; pp_rank left 0: no world is known);
+// throws ParseError.
+Program parse_instr_line(const std::string& line, const std::string& origin = "<text>", int line_no = 1);
 
 bool is_valid_stream_name(std::string_view name);  // [a-z][a-z0-9_.]*
 bool is_valid_event_name(std::string_view name);   // non-empty printable ASCII, no space or ;{}

@@ -8,7 +8,10 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "ppstream/program/streams.h"
 
 namespace ppstream {
 
@@ -58,7 +61,7 @@ struct P2POp {
 // that equality and hashing are well defined (the parser and builders guarantee it).
 struct Instr {
   OpKind op = OpKind::F;
-  std::string stream;          // "compute", "p2p", "p2p.2", "reduce", "fsdp" (program/streams.h)
+  StreamId stream = streams::kCompute;  // an id in its Program's stream table (program/streams.h)
   Microbatch mb;               // F, B
   Stage stage;                 // F, B, UNSHARD, RESHARD, REDUCE_GRAD
   std::vector<P2POp> p2p;      // BATCH: ops in issue order (cpu-serial executes them in this order)
@@ -120,12 +123,24 @@ enum class ReducePolicy : uint8_t { NONE, INLINE, ASYNC };
 // (hsdp with shard_size 1: no UNSHARD/RESHARD, REDUCE_GRAD is a plain all-reduce).
 enum class DPMode : uint8_t { NONE, FSDP, HSDP };
 
-// One rank's program: instructions in host issue order.
+// One rank's program: instructions in host issue order, and the names of the streams they run
+// on (StreamId indexes `stream_names`; the well-known streams come first, see streams.h).
 struct Program {
   Rank rank;
   int32_t pp_rank = 0;
   std::vector<Instr> instrs;
-  bool operator==(const Program&) const = default;
+  std::vector<std::string> stream_names{streams::kWellKnown.begin(), streams::kWellKnown.end()};
+
+  // The id of `name` in this program's table, appending it on first use. Names are not checked
+  // here (the parsers do: is_valid_stream_name in format.h).
+  StreamId intern_stream(std::string_view name);
+  // The id of `name` if the table holds it.
+  std::optional<StreamId> find_stream(std::string_view name) const;
+  // The name of `id`; std::out_of_range for an id outside the table.
+  const std::string& stream_name(StreamId id) const { return stream_names.at(id.v); }
+  // Equal when rank, pp_rank and the instructions are, streams compared by name (two tables
+  // may list the same names in another order, or hold names no instruction uses).
+  bool operator==(const Program& o) const;
 };
 
 // All ranks' programs for one step plus what the verifier needs to know about them.

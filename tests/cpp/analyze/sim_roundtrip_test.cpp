@@ -166,8 +166,9 @@ void expect_chain_sends_match(const AnalysisResult& a) {
       const auto& recv = c.links[i];
       const auto& send = c.links[i + 1];
       ASSERT_NE(send.reason.find("send was issued"), std::string::npos) << a.to_text();
-      auto [rr, ri] = parse_instr_line(recv.what);
-      auto [sr, si] = parse_instr_line(send.what);
+      const Program rp = parse_instr_line(recv.what), sp = parse_instr_line(send.what);
+      const Rank rr = rp.rank, sr = sp.rank;
+      const Instr &ri = rp.instrs.front(), &si = sp.instrs.front();
       bool found = false;
       for (const auto& ro : ri.p2p) {
         if (ro.kind != P2PKind::RECV_F && ro.kind != P2PKind::RECV_B) continue;

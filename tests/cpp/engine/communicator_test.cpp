@@ -160,8 +160,8 @@ cost: {collective_alpha_ms: 30}
       double reduce_end = -1, compute_start_comm = -1;
       for (size_t k = 0; k < in.size(); ++k) {
         if (in[k].op != OpKind::REDUCE_GRAD) continue;
-        if (in[k].stream == "reduce") reduce_end = r.timing[p][k].end_ms;
-        if (in[k].stream == "compute") compute_start_comm = r.timing[p][k].end_ms - 60.0;
+        if (in[k].stream == streams::kReduce) reduce_end = r.timing[p][k].end_ms;
+        if (in[k].stream == streams::kCompute) compute_start_comm = r.timing[p][k].end_ms - 60.0;
       }
       ASSERT_GE(reduce_end, 0);
       ASSERT_GE(compute_start_comm, 0);

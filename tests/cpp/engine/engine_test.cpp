@@ -230,6 +230,17 @@ TEST(EngineDeadlock, WaitOnNeverRecordedEventHasNoCycle) {
   EXPECT_TRUE(r.cycle.empty());
   EXPECT_DOUBLE_EQ(r.timing[0][0].end_ms, 0.0);
   EXPECT_NE(format_deadlock(set, r).find("no waiting cycle"), std::string::npos);
+  // What happened to each instruction: F ran (at time 0); the WAIT was issued and reached its
+  // stream's head but never started; the F behind it was issued (a WAIT blocks its stream, not
+  // the host) but never reached the head.
+  const InstrTiming &f = r.timing[0][0], &w = r.timing[0][1], &g = r.timing[0][2];
+  EXPECT_TRUE(f.issued() && f.at_head() && f.started() && f.finished());
+  EXPECT_TRUE(w.issued() && w.at_head());
+  EXPECT_FALSE(w.started() || w.finished());
+  EXPECT_TRUE(g.issued());
+  EXPECT_FALSE(g.at_head() || g.started() || g.finished());
+  EXPECT_FALSE(happened(kNotYet));
+  EXPECT_TRUE(happened(0.0));
 }
 
 // Two streams of one rank wait on each other's events: a cycle among (rank, stream) heads.

@@ -37,7 +37,7 @@ class SetBuilder {
   SetBuilder& batch(std::vector<P2POp> ops, std::string stream = "p2p") {
     Instr i;
     i.op = OpKind::BATCH;
-    i.stream = std::move(stream);
+    i.stream = set_.programs.back().intern_stream(stream);
     i.p2p = std::move(ops);
     return add(std::move(i));
   }
@@ -53,7 +53,7 @@ class SetBuilder {
   SetBuilder& opt(std::string stream = "compute") {
     Instr i;
     i.op = OpKind::OPT_STEP;
-    i.stream = std::move(stream);
+    i.stream = set_.programs.back().intern_stream(stream);
     return add(std::move(i));
   }
   ProgramSet build() const { return set_; }
@@ -67,7 +67,7 @@ class SetBuilder {
   SetBuilder& compute(OpKind k, int mb, int s, std::string stream) {
     Instr i;
     i.op = k;
-    i.stream = std::move(stream);
+    i.stream = set_.programs.back().intern_stream(stream);
     i.mb = Microbatch{mb};
     i.stage = Stage{s};
     return add(std::move(i));
@@ -75,14 +75,14 @@ class SetBuilder {
   SetBuilder& evt(OpKind k, std::string event, std::string stream) {
     Instr i;
     i.op = k;
-    i.stream = std::move(stream);
+    i.stream = set_.programs.back().intern_stream(stream);
     i.event = std::move(event);
     return add(std::move(i));
   }
   SetBuilder& staged(OpKind k, int s, std::string stream) {
     Instr i;
     i.op = k;
-    i.stream = std::move(stream);
+    i.stream = set_.programs.back().intern_stream(stream);
     i.stage = Stage{s};
     return add(std::move(i));
   }

@@ -36,7 +36,7 @@ class RankWriter {
   void plain(OpKind k, const std::string& stream, int32_t mb, int32_t s) {
     Instr i;
     i.op = k;
-    i.stream = stream;
+    i.stream = p_.intern_stream(stream);
     i.mb = Microbatch{mb};
     i.stage = Stage{s};
     p_.instrs.push_back(std::move(i));
@@ -44,21 +44,21 @@ class RankWriter {
   void staged(OpKind k, const std::string& stream, int32_t s) {
     Instr i;
     i.op = k;
-    i.stream = stream;
+    i.stream = p_.intern_stream(stream);
     i.stage = Stage{s};
     p_.instrs.push_back(std::move(i));
   }
   void event(OpKind k, const std::string& stream, std::string name) {
     Instr i;
     i.op = k;
-    i.stream = stream;
+    i.stream = p_.intern_stream(stream);
     i.event = std::move(name);
     p_.instrs.push_back(std::move(i));
   }
   void opt() {
     Instr i;
     i.op = OpKind::OPT_STEP;
-    i.stream = "compute";
+    i.stream = streams::kCompute;
     p_.instrs.push_back(std::move(i));
   }
   // One batch with WAITs for the sent buffers before it and RECORDs for received ones after.
@@ -69,7 +69,7 @@ class RankWriter {
         event(OpKind::WAIT, "p2p", ev(o.kind == P2PKind::SEND_F ? "fwd_out" : "bwd_out", o.mb.v, o.stage.v));
     Instr i;
     i.op = OpKind::BATCH;
-    i.stream = "p2p";
+    i.stream = streams::kP2P;
     i.p2p = ops;
     p_.instrs.push_back(std::move(i));
     for (const P2POp& o : ops)

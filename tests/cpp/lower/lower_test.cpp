@@ -35,7 +35,7 @@ std::vector<std::string> lines_of(const ProgramSet& set, Rank r) {
   std::vector<std::string> out;
   for (const Program& p : set.programs)
     if (p.rank == r)
-      for (const Instr& i : p.instrs) out.push_back(to_text(r, i));
+      for (const Instr& i : p.instrs) out.push_back(to_line(p, i));
   return out;
 }
 
@@ -87,7 +87,7 @@ std::map<int32_t, std::vector<std::string>> p2p_sequences(const ProgramSet& set)
   std::map<int32_t, std::vector<std::string>> out;
   for (const Program& p : set.programs)
     for (const Instr& i : p.instrs)
-      if (i.op == OpKind::BATCH) out[p.rank.v].push_back(i.stream + " " + to_text(i));
+      if (i.op == OpKind::BATCH) out[p.rank.v].push_back(p.stream_name(i.stream) + " " + to_text(p, i));
   return out;
 }
 
@@ -116,8 +116,8 @@ TEST(Lower, PlainTransportPostsOneOpPerBatch) {
   for (const Program& p : compile(c).programs)
     for (const Instr& i : p.instrs)
       if (i.op == OpKind::BATCH) {
-        EXPECT_EQ(i.p2p.size(), 1u) << to_text(p.rank, i);
-        EXPECT_EQ(i.stream, "p2p");
+        EXPECT_EQ(i.p2p.size(), 1u) << to_line(p, i);
+        EXPECT_EQ(i.stream, streams::kP2P);
       }
 }
 
@@ -126,7 +126,7 @@ TEST(Lower, MultiStreamUsesOneStreamPerPipelineEdge) {
   for (const Program& p : set.programs) {
     std::set<std::string> streams;
     for (const Instr& i : p.instrs)
-      if (i.op == OpKind::BATCH) streams.insert(i.stream);
+      if (i.op == OpKind::BATCH) streams.insert(p.stream_name(i.stream));
     // Rank r touches edges r-1 (to r-1) and r (to r+1), with wrap-around.
     const int32_t r = p.rank.v;
     EXPECT_EQ(streams, (std::set<std::string>{"p2p." + std::to_string((r + 3) % 4), "p2p." + std::to_string(r)}))

@@ -10,24 +10,26 @@ namespace {
 Instr compute(OpKind op, int32_t mb, int32_t s) {
   Instr i;
   i.op = op;
-  i.stream = "compute";
+  i.stream = streams::kCompute;
   i.mb = Microbatch{mb};
   i.stage = Stage{s};
   return i;
 }
 
-Instr on_stage(OpKind op, const char* stream, int32_t s) {
+// Stream names are interned in `p`, the program the instruction belongs to (or one whose table
+// lists the same names in the same order).
+Instr on_stage(Program& p, OpKind op, const char* stream, int32_t s) {
   Instr i;
   i.op = op;
-  i.stream = stream;
+  i.stream = p.intern_stream(stream);
   i.stage = Stage{s};
   return i;
 }
 
-Instr event(OpKind op, const char* stream, const char* ev) {
+Instr event(Program& p, OpKind op, const char* stream, const char* ev) {
   Instr i;
   i.op = op;
-  i.stream = stream;
+  i.stream = p.intern_stream(stream);
   i.event = ev;
   return i;
 }
@@ -56,28 +58,29 @@ TEST(FormatText, EveryOpKindParsesToTheExpectedFieldsAndPrintsBackExactly) {
   EXPECT_EQ(p.rank, Rank{3});
   EXPECT_EQ(p.pp_rank, 3);
   ASSERT_EQ(p.instrs.size(), 10u);
-  EXPECT_EQ(p.instrs[0], on_stage(OpKind::UNSHARD, "fsdp", 7));
+  Program t = p;  // the expected instructions' stream ids come from a table like p's
+  EXPECT_EQ(p.instrs[0], on_stage(t, OpKind::UNSHARD, "fsdp", 7));
   Instr recv;
   recv.op = OpKind::BATCH;
-  recv.stream = "p2p.2";
+  recv.stream = t.intern_stream("p2p.2");
   recv.p2p = {P2POp{P2PKind::RECV_F, Microbatch{15}, Stage{7}, Rank{2}}};
   EXPECT_EQ(p.instrs[1], recv);
   EXPECT_EQ(p.instrs[2], compute(OpKind::F, 15, 7));
   EXPECT_EQ(p.instrs[3], compute(OpKind::B, 15, 7));
-  EXPECT_EQ(p.instrs[4], event(OpKind::RECORD, "compute", "compute_ready[s7]"));
+  EXPECT_EQ(p.instrs[4], event(t, OpKind::RECORD, "compute", "compute_ready[s7]"));
   Instr batch;
   batch.op = OpKind::BATCH;
-  batch.stream = "p2p.2";
+  batch.stream = t.intern_stream("p2p.2");
   batch.p2p = {P2POp{P2PKind::SEND_B, Microbatch{15}, Stage{7}, Rank{2}},
                P2POp{P2PKind::RECV_B, Microbatch{12}, Stage{3}, Rank{0}},
                P2POp{P2PKind::SEND_F, Microbatch{2}, Stage{3}, Rank{0}}};
   EXPECT_EQ(p.instrs[5], batch);
-  EXPECT_EQ(p.instrs[6], event(OpKind::WAIT, "reduce", "compute_ready[s7]"));
-  EXPECT_EQ(p.instrs[7], on_stage(OpKind::REDUCE_GRAD, "reduce", 7));
-  EXPECT_EQ(p.instrs[8], on_stage(OpKind::RESHARD, "fsdp", 7));
+  EXPECT_EQ(p.instrs[6], event(t, OpKind::WAIT, "reduce", "compute_ready[s7]"));
+  EXPECT_EQ(p.instrs[7], on_stage(t, OpKind::REDUCE_GRAD, "reduce", 7));
+  EXPECT_EQ(p.instrs[8], on_stage(t, OpKind::RESHARD, "fsdp", 7));
   Instr opt;
   opt.op = OpKind::OPT_STEP;
-  opt.stream = "compute";
+  opt.stream = streams::kCompute;
   EXPECT_EQ(p.instrs[9], opt);
 
   EXPECT_EQ(to_text(set), kEveryKind);
@@ -86,9 +89,12 @@ TEST(FormatText, EveryOpKindParsesToTheExpectedFieldsAndPrintsBackExactly) {
 TEST(FormatText, SingleInstructionPrinters) {
   EXPECT_EQ(to_text(P2POp{P2PKind::SEND_B, Microbatch{15}, Stage{7}, Rank{2}}), "SEND_B mb15 s7 ->r2");
   EXPECT_EQ(to_text(P2POp{P2PKind::RECV_F, Microbatch{0}, Stage{1}, Rank{4096}}), "RECV_F mb0 s1 <-r4096");
-  EXPECT_EQ(to_text(compute(OpKind::B, 15, 7)), "compute B mb15 s7");
-  EXPECT_EQ(to_text(Rank{3}, compute(OpKind::B, 15, 7)), "r3 compute B mb15 s7");
-  EXPECT_EQ(to_text(Rank{0}, on_stage(OpKind::REDUCE_GRAD, "compute", 4)), "r0 compute REDUCE_GRAD s4");
+  Program p;
+  p.rank = Rank{3};
+  EXPECT_EQ(op_text(compute(OpKind::B, 15, 7)), "B mb15 s7");
+  EXPECT_EQ(to_text(p, compute(OpKind::B, 15, 7)), "compute B mb15 s7");
+  EXPECT_EQ(to_line(p, compute(OpKind::B, 15, 7)), "r3 compute B mb15 s7");
+  EXPECT_EQ(to_line(p, on_stage(p, OpKind::REDUCE_GRAD, "p2p.1", 4)), "r3 p2p.1 REDUCE_GRAD s4");
 }
 
 TEST(FormatText, BuiltSetRoundTripsThroughText) {
@@ -102,21 +108,21 @@ TEST(FormatText, BuiltSetRoundTripsThroughText) {
     p.pp_rank = r / 4;
     int32_t s = p.pp_rank;
     int32_t peer = r < 4 ? r + 4 : r - 4;
-    p.instrs.push_back(on_stage(OpKind::UNSHARD, "fsdp", s));
+    p.instrs.push_back(on_stage(p, OpKind::UNSHARD, "fsdp", s));
     p.instrs.push_back(compute(OpKind::F, 0, s));
     Instr b;
     b.op = OpKind::BATCH;
-    b.stream = "p2p";
+    b.stream = streams::kP2P;
     b.p2p = {P2POp{s == 0 ? P2PKind::SEND_F : P2PKind::RECV_B, Microbatch{0}, Stage{s}, Rank{peer}}};
     p.instrs.push_back(b);
     p.instrs.push_back(compute(OpKind::B, 0, s));
-    p.instrs.push_back(on_stage(OpKind::REDUCE_GRAD, "compute", s));
-    p.instrs.push_back(on_stage(OpKind::RESHARD, "fsdp", s));
-    p.instrs.push_back(event(OpKind::RECORD, "compute", "done"));
-    p.instrs.push_back(event(OpKind::WAIT, "fsdp", "done"));
+    p.instrs.push_back(on_stage(p, OpKind::REDUCE_GRAD, "compute", s));
+    p.instrs.push_back(on_stage(p, OpKind::RESHARD, "fsdp", s));
+    p.instrs.push_back(event(p, OpKind::RECORD, "compute", "done"));
+    p.instrs.push_back(event(p, OpKind::WAIT, "fsdp", "done"));
     Instr opt;
     opt.op = OpKind::OPT_STEP;
-    opt.stream = "compute";
+    opt.stream = streams::kCompute;
     p.instrs.push_back(opt);
     set.programs.push_back(p);
   }
@@ -269,13 +275,15 @@ TEST(FormatText, InstructionErrorsNameLineAndToken) {
 }
 
 TEST(FormatText, ParseInstrLineUsesOriginAndLineNumber) {
-  auto [r, i] = parse_instr_line("r7 p2p.3 BATCH{SEND_F mb1 s3 ->r0;RECV_B mb0 s3 <-r0}");
-  EXPECT_EQ(r, Rank{7});
+  const Program line = parse_instr_line("r7 p2p.3 BATCH{SEND_F mb1 s3 ->r0;RECV_B mb0 s3 <-r0}");
+  EXPECT_EQ(line.rank, Rank{7});
+  ASSERT_EQ(line.instrs.size(), 1u);
+  const Instr& i = line.instrs[0];
   ASSERT_EQ(i.p2p.size(), 2u);
-  EXPECT_EQ(i.stream, "p2p.3");
+  EXPECT_EQ(line.stream_name(i.stream), "p2p.3");
   EXPECT_EQ(i.p2p[1], (P2POp{P2PKind::RECV_B, Microbatch{0}, Stage{3}, Rank{0}}));
   // Canonical spacing on print.
-  EXPECT_EQ(to_text(r, i), "r7 p2p.3 BATCH{SEND_F mb1 s3 ->r0; RECV_B mb0 s3 <-r0}");
+  EXPECT_EQ(to_line(line, i), "r7 p2p.3 BATCH{SEND_F mb1 s3 ->r0; RECV_B mb0 s3 <-r0}");
   try {
     parse_instr_line("r7 compute F mb1", "trace.json", 42);
     FAIL() << "no error";

@@ -62,7 +62,7 @@ TEST(ReviewWorldLimits, VerifierReportsHugeWorldAsStructureAndStops) {
   Program p;
   p.rank = Rank{0};
   Instr f;
-  f.stream = "compute";
+  f.stream = streams::kCompute;
   p.instrs.push_back(f);
   set.programs.push_back(p);
   const auto v = verify(set, {});

@@ -86,8 +86,8 @@ TEST(VPlacement, NoP2PBetweenTheTwoStagesOfTheLastRankAndTheSetVerifies) {
       for (const Instr& i : p.instrs)
         for (const P2POp& op : i.p2p) {
           const int32_t other = mirror_of(op, p.rank).stage.v;
-          EXPECT_NE(pp_rank_of_stage(Stage{other}, set.world), p.pp_rank) << to_text(p.rank, i);
-          EXPECT_EQ(op.peer.v, pp_rank_of_stage(Stage{other}, set.world)) << to_text(p.rank, i);
+          EXPECT_NE(pp_rank_of_stage(Stage{other}, set.world), p.pp_rank) << to_line(p, i);
+          EXPECT_EQ(op.peer.v, pp_rank_of_stage(Stage{other}, set.world)) << to_line(p, i);
           batches_of_rank3 += p.pp_rank == 3;
         }
     EXPECT_GT(batches_of_rank3, 0);
@@ -128,7 +128,7 @@ TEST(VPlacement, AP2POpToAStageOfTheSameRankIsRejected) {
   ASSERT_NE(f, r3.instrs.end());
   Instr b;
   b.op = OpKind::BATCH;
-  b.stream = "compute";
+  b.stream = streams::kCompute;
   b.p2p = {{P2PKind::SEND_F, f->mb, Stage{3}, Rank{3}}};
   r3.instrs.insert(f + 1, b);
   const auto violations = verify(set);

@@ -93,7 +93,7 @@ ProgramSet synthetic(int pp, int mb, DPMode mode, ReducePolicy policy, World w =
 
 int find_instr(const Program& p, OpKind k, int stage, const std::string& stream = "") {
   for (size_t i = 0; i < p.instrs.size(); ++i)
-    if (p.instrs[i].op == k && p.instrs[i].stage.v == stage && (stream.empty() || p.instrs[i].stream == stream))
+    if (p.instrs[i].op == k && p.instrs[i].stage.v == stage && (stream.empty() || p.stream_name(p.instrs[i].stream) == stream))
       return static_cast<int>(i);
   return -1;
 }
