@@ -73,14 +73,14 @@ class Diagnosis {
   }
 
   void describe_wait(int32_t p, int32_t i, Blocked& b) const {
-    const Instr& in = instr(p, i);
+    const std::string& event = topo_.program(p).event_name(instr(p, i).event);
     const int32_t e = topo_.event_slot(p, i);
     const int32_t rec = topo_.event_first_record[e];
     if (rec == kNone) {
-      b.waiting_for = fmt::format("event {} never recorded on r{}", in.event, b.rank.v);
+      b.waiting_for = fmt::format("event {} never recorded on r{}", event, b.rank.v);
       return;
     }
-    b.waiting_for = fmt::format("event {}, recorded by {}, which has not run", in.event, where(p, rec));
+    b.waiting_for = fmt::format("event {}, recorded by {}, which has not run", event, where(p, rec));
     b.waits_on_rank = b.rank;
     b.waits_on = resolve(p, rec);
   }

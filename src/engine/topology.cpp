@@ -72,7 +72,7 @@ std::vector<std::string_view> used_streams(const Program& prog, int32_t p, Topol
 
 // Streams (slots in name order, so the tie-break key "stream name" is the slot) and events.
 void index_streams_and_events(const ProgramSet& set, Topology& t, std::vector<int32_t>& ids) {
-  std::unordered_map<std::string_view, int32_t> events;
+  std::vector<int32_t> events;  // per EventId (plus one slot for ids outside the table): local event, or kNone
   std::vector<uint16_t> local;  // per table id: the stream's slot on its rank
   for (size_t p = 0; p < set.programs.size(); ++p) {
     const Program& prog = set.programs[p];
@@ -88,8 +88,10 @@ void index_streams_and_events(const ProgramSet& set, Topology& t, std::vector<in
     t.stream_base.push_back(sbase + i32(names.size()));
 
     std::vector<int32_t> count(names.size(), 0);
-    events.clear();
-    events.reserve(instrs.size() / 2);
+    const size_t event_table = prog.event_names.size();
+    events.assign(event_table + 1, kNone);
+    int32_t n_events = 0;
+    bool bad_event = false;
     const int32_t ebase = t.event_base.back();
     for (size_t i = 0; i < instrs.size(); ++i) {
       const Instr& in = instrs[i];
@@ -98,18 +100,24 @@ void index_streams_and_events(const ProgramSet& set, Topology& t, std::vector<in
       ++count[sid];
       int32_t event = kNone;
       if (in.op == OpKind::RECORD || in.op == OpKind::WAIT) {
-        auto [it, fresh] = events.emplace(in.event, i32(events.size()));
-        if (fresh) {
+        if (in.event.v >= event_table && !bad_event) {
+          bad_event = true;  // a rank-level error: the static rules skip the program, the engine does not run
+          t.errors.push_back({i32(p), kNone, fmt::format("event id {} is not in r{}'s event table ({} names)",
+                                                         in.event.v, prog.rank.v, event_table)});
+        }
+        int32_t& slot = events[std::min<size_t>(in.event.v, event_table)];
+        if (slot == kNone) {
+          slot = n_events++;
           t.event_first_record.push_back(kNone);
           t.event_first_use.push_back(i32(i));
         }
-        event = it->second;
+        event = slot;
         auto& rec = t.event_first_record[ebase + event];
         if (in.op == OpKind::RECORD && rec == kNone) rec = i32(i);
       }
       ids.push_back(event);
     }
-    t.event_base.push_back(ebase + i32(events.size()));
+    t.event_base.push_back(ebase + n_events);
 
     // Stream lists: counting sort of instruction indices by stream.
     const int32_t lbase = i32(t.stream_list.size());
@@ -280,7 +288,10 @@ std::vector<Rank> Topology::group_ranks(GroupKind kind, int32_t group) const {
 }
 
 const std::string& Topology::event_name(int32_t prog, int32_t local) const {
-  return set->programs[prog].instrs[event_first_use[event_base[prog] + local]].event;
+  static const std::string kBadId = "<event id outside the table>";
+  const Program& p = set->programs[prog];
+  const EventId id = p.instrs[event_first_use[event_base[prog] + local]].event;
+  return id.v < p.event_names.size() ? p.event_names[id.v] : kBadId;
 }
 
 Topology build_topology(const ProgramSet& set) {

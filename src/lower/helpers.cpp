@@ -19,11 +19,11 @@ Instr make_compute(OpKind op, Microbatch mb, Stage s) {
   return i;
 }
 
-Instr make_event(OpKind op, StreamId stream, std::string event) {
+Instr make_event(OpKind op, StreamId stream, EventId event) {
   Instr i;
   i.op = op;
   i.stream = stream;
-  i.event = std::move(event);
+  i.event = event;
   return i;
 }
 

@@ -31,10 +31,10 @@ ProgramSet fsdp_unshard_reshard(ProgramSet out, const PipelineConfig& cfg) {
       const Stage s{first_use[n].first};
       const size_t issue_at = first_use[n + 1 >= static_cast<size_t>(window) ? n + 1 - static_cast<size_t>(window) : 0].second;
       before.emplace(issue_at, make_stage_op(OpKind::UNSHARD, streams::kFsdp, s));
-      before.emplace(issue_at, make_event(OpKind::RECORD, streams::kFsdp, stage_event("unsharded", s)));
+      before.emplace(issue_at, make_event(OpKind::RECORD, streams::kFsdp, p.intern_event(stage_event("unsharded", s))));
     }
     // Compute waits right before first use; these go after any UNSHARD issued at the same index.
-    for (auto [s, k] : first_use) before.emplace(k, make_event(OpKind::WAIT, streams::kCompute, stage_event("unsharded", Stage{s})));
+    for (auto [s, k] : first_use) before.emplace(k, make_event(OpKind::WAIT, streams::kCompute, p.intern_event(stage_event("unsharded", Stage{s}))));
 
     // RESHARDs right after their instruction come first: at one boundary they precede the
     // next instruction's UNSHARD/RECORD/WAIT.

@@ -46,8 +46,8 @@ ProgramSet place_reductions(ProgramSet out, const PipelineConfig& cfg) {
         sync_tail.push_back(make_stage_op(OpKind::REDUCE_GRAD, streams::kCompute, stage));
         continue;
       }
-      const std::string ready = stage_event("compute_ready", stage);
-      const std::string done = stage_event("reduce_done", stage);
+      const EventId ready = p.intern_event(stage_event("compute_ready", stage));
+      const EventId done = p.intern_event(stage_event("reduce_done", stage));
       after.emplace(k, make_event(OpKind::RECORD, streams::kCompute, ready));
       after.emplace(send_pos, make_event(OpKind::WAIT, streams::kReduce, ready));
       after.emplace(send_pos, make_stage_op(OpKind::REDUCE_GRAD, streams::kReduce, stage));

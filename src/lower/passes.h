@@ -32,7 +32,7 @@ ProgramSet expand_world(ProgramSet in, const PipelineConfig& cfg);
 
 // Shared helpers.
 Instr make_compute(OpKind op, Microbatch mb, Stage s);  // F, B, I or W on compute
-Instr make_event(OpKind op, StreamId stream, std::string event);
+Instr make_event(OpKind op, StreamId stream, EventId event);
 Instr make_stage_op(OpKind op, StreamId stream, Stage s);
 // Inserts each (position, instruction) of `items` before the instruction now at that position
 // (position == size: at the end); items of one position keep their order. One backward sweep

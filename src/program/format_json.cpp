@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ppstream/program/format.h"
-#include "stream_index.h"
+#include "ppstream/program/name_index.h"
 
 namespace ppstream {
 namespace {
@@ -48,7 +48,7 @@ ojson instr_to_json(const Program& p, const Instr& i) {
     }
     case OpKind::RECORD:
     case OpKind::WAIT:
-      j["event"] = i.event;
+      j["event"] = p.event_name(i.event);
       break;
     case OpKind::UNSHARD:
     case OpKind::RESHARD:
@@ -137,8 +137,14 @@ P2POp read_p2p(const Reader& rd, const json& j, const std::string& path) {
   return op;
 }
 
-// Reads one instruction of `prog` (its stream interned in prog's table through `streams`).
-Instr read_instr(const Reader& rd, const json& j, const std::string& path, Program& prog, detail::StreamIndex& streams) {
+// The indexes of a program's name tables while it is read.
+struct NameIndexes {
+  NameIndex<StreamId> streams;
+  NameIndex<EventId> events;
+};
+
+// Reads one instruction of `prog` (its names interned in prog's tables through `names`).
+Instr read_instr(const Reader& rd, const json& j, const std::string& path, Program& prog, NameIndexes& names) {
   if (!j.is_object()) rd.fail(path, "an object", &j);
   Instr in;
   std::string op = rd.get_string(j, "op", path);
@@ -150,7 +156,7 @@ Instr read_instr(const Reader& rd, const json& j, const std::string& path, Progr
   const std::string stream = rd.get_string(j, "stream", path);
   if (!is_valid_stream_name(stream))
     rd.fail(path + ".stream", "a stream name [a-z][a-z0-9_.]*", &j.at("stream"));
-  in.stream = streams.intern(prog, stream);
+  in.stream = names.streams.intern(prog.stream_names, stream);
   switch (in.op) {
     case OpKind::F:
     case OpKind::B:
@@ -170,12 +176,14 @@ Instr read_instr(const Reader& rd, const json& j, const std::string& path, Progr
       break;
     }
     case OpKind::RECORD:
-    case OpKind::WAIT:
+    case OpKind::WAIT: {
       rd.expect_object(j, path, {"stream", "op", "event", "text"});
-      in.event = rd.get_string(j, "event", path);
-      if (!is_valid_event_name(in.event))
+      const std::string event = rd.get_string(j, "event", path);
+      if (!is_valid_event_name(event))
         rd.fail(path + ".event", "an event name (printable, no spaces or ;{})", &j.at("event"));
+      in.event = names.events.intern(prog.event_names, event);
       break;
+    }
     case OpKind::UNSHARD:
     case OpKind::RESHARD:
     case OpKind::REDUCE_GRAD:
@@ -285,9 +293,9 @@ ProgramSet read_program_set(const json& root, const std::string& origin) {
     const json& instrs = rd.member(pj, "instrs", path);
     if (!instrs.is_array()) rd.fail(path + ".instrs", "an array", &instrs);
     p.instrs.reserve(instrs.size());
-    detail::StreamIndex streams;
+    NameIndexes names;
     for (size_t i = 0; i < instrs.size(); ++i) {
-      Instr in = read_instr(rd, instrs[i], path + ".instrs[" + std::to_string(i) + "]", p, streams);
+      Instr in = read_instr(rd, instrs[i], path + ".instrs[" + std::to_string(i) + "]", p, names);
       p.instrs.push_back(std::move(in));
     }
     set.programs.push_back(std::move(p));

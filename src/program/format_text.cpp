@@ -21,7 +21,7 @@ void append_p2p(std::string& out, const P2POp& op) {
 }
 
 // Appends "<OP> <args>"; only the fields the kind uses are printed.
-void append_op(std::string& out, const Instr& i) {
+void append_op(std::string& out, const Program& p, const Instr& i) {
   out += to_string(i.op);
   switch (i.op) {
     case OpKind::F:
@@ -42,7 +42,7 @@ void append_op(std::string& out, const Instr& i) {
     case OpKind::RECORD:
     case OpKind::WAIT:
       out += ' ';
-      out += i.event;
+      out += p.event_name(i.event);
       break;
     case OpKind::UNSHARD:
     case OpKind::RESHARD:
@@ -58,7 +58,7 @@ void append_op(std::string& out, const Instr& i) {
 void append_instr(std::string& out, const Program& p, const Instr& i) {
   out += p.stream_name(i.stream);
   out += ' ';
-  append_op(out, i);
+  append_op(out, p, i);
 }
 
 void append_program(std::string& out, const Program& p) {
@@ -78,9 +78,9 @@ std::string to_text(const P2POp& op) {
   return out;
 }
 
-std::string op_text(const Instr& i) {
+std::string op_text(const Program& p, const Instr& i) {
   std::string out;
-  append_op(out, i);
+  append_op(out, p, i);
   return out;
 }
 

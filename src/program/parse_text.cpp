@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "ppstream/program/format.h"
-#include "stream_index.h"
+#include "ppstream/program/name_index.h"
 
 namespace ppstream {
 namespace {
@@ -125,10 +125,11 @@ P2POp parse_p2p(LineScanner& sc) {
   return op;
 }
 
-// A program being read, with the index of its stream table.
+// A program being read, with the indexes of its name tables.
 struct RankBuild {
   Program p;
-  detail::StreamIndex streams;
+  NameIndex<StreamId> streams;
+  NameIndex<EventId> events;
 };
 
 // "<stream> <op> <args>" → an instruction of `rb.p`, its stream interned in its table.
@@ -137,7 +138,7 @@ Instr parse_op(LineScanner& sc, RankBuild& rb) {
   std::string_view stream = sc.word();
   if (!is_valid_stream_name(stream))
     sc.fail("a stream name [a-z][a-z0-9_.]*", stream.empty() ? sc.peek_token() : stream);
-  in.stream = rb.streams.intern(rb.p, stream);
+  in.stream = rb.streams.intern(rb.p.stream_names, stream);
   std::string_view op = sc.word();
   auto kind = parse_op_kind(std::string(op));
   if (!kind)
@@ -164,7 +165,7 @@ Instr parse_op(LineScanner& sc, RankBuild& rb) {
     case OpKind::WAIT: {
       std::string_view ev = sc.token();
       if (!is_valid_event_name(ev)) sc.fail("an event name (printable, no spaces or ;{})", ev);
-      in.event = std::string(ev);
+      in.event = rb.events.intern(rb.p.event_names, ev);
       break;
     }
     case OpKind::UNSHARD:

@@ -38,7 +38,7 @@ std::string Device::report() const {
     if (cur < 0) {
       why = "not issued by the host";
     } else if (in.op == OpKind::WAIT) {
-      why = "event " + in.event + " not recorded";
+      why = "event " + prog_.event_name(in.event) + " not recorded";
     } else if (job && !job->coll) {
       std::string peers;
       for (size_t j = 0; j < job->p2p.size(); ++j)

@@ -56,8 +56,9 @@ RankPlan make_plan(const ProgramSet& set, size_t prog, const PipelineConfig& cfg
   RankPlan plan;
   plan.prog = prog;
   plan.instrs.resize(p.instrs.size());
-  std::map<std::string, int32_t> events;
-  std::vector<int32_t> slot_of(p.stream_names.size(), -1);  // per StreamId (ids are in the table: topology checked)
+  std::vector<int32_t> event_of(p.event_names.size(), -1);  // per EventId: the plan's event, in order of first use
+  int32_t events = 0;
+  std::vector<int32_t> slot_of(p.stream_names.size(), -1);  // per StreamId: the plan's stream, in order of first use
   for (size_t k = 0; k < p.instrs.size(); ++k) {
     const Instr& in = p.instrs[k];
     int32_t& slot = slot_of[in.stream.v];
@@ -68,10 +69,13 @@ RankPlan make_plan(const ProgramSet& set, size_t prog, const PipelineConfig& cfg
     }
     plan.instrs[k].stream = slot;
     plan.stream_instrs[static_cast<size_t>(slot)].push_back(static_cast<int32_t>(k));
-    if (in.op == OpKind::RECORD || in.op == OpKind::WAIT)
-      plan.instrs[k].event = events.try_emplace(in.event, static_cast<int32_t>(events.size())).first->second;
+    if (in.op == OpKind::RECORD || in.op == OpKind::WAIT) {
+      int32_t& e = event_of[in.event.v];  // ids are in the table (topology checked)
+      if (e < 0) e = events++;
+      plan.instrs[k].event = e;
+    }
   }
-  plan.events = static_cast<int32_t>(events.size());
+  plan.events = events;
   assign_tags(p, plan);
   assign_phases(set, prog, topo, plan);
   for (Rank r : topo.group_ranks(engine::GroupKind::SHARD, plan.group_color[0])) plan.shard_members.push_back(r.v);

@@ -90,7 +90,7 @@ std::optional<StreamWait> compute_wait(const Lookups& look, size_t p, size_t k, 
                       ti.start_ms, ti.end_ms, to_text(prog, i), std::nullopt};
   }
   if (i.op != OpKind::WAIT || ti.start_ms - ti.ready_ms <= 0) return std::nullopt;
-  StreamWait w{prog.rank, prog.stream_name(i.stream), static_cast<int32_t>(k), to_text(prog, i), i.event, WaitKind::OTHER,
+  StreamWait w{prog.rank, prog.stream_name(i.stream), static_cast<int32_t>(k), to_text(prog, i), prog.event_name(i.event), WaitKind::OTHER,
                ti.ready_ms, ti.start_ms, "", std::nullopt};
   if (auto rec = look.record_of(p, k))
     if (auto work = look.recorded_work(p, *rec)) {
@@ -159,7 +159,7 @@ struct Walker {
       } else if (i.op == OpKind::WAIT && ti.start_ms > ti.ready_ms + kEps) {
         if (auto rec = look.record_of(p, k)) {
           next = std::pair{p, *rec};
-          step.via = "event " + i.event;
+          step.via = "event " + prog.event_name(i.event);
         }
       }
       if (!next) {

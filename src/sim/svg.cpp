@@ -69,7 +69,7 @@ Box box_of(const Program& prog, const Instr& i, const InstrTiming& t) {
     case OpKind::REDUCE_GRAD: x.color = kReduce, x.lane = 1, x.label = fmt::format("R s{}", i.stage.v), x.tip = fmt::format("REDUCE_GRAD s{} on {}", i.stage.v, prog.stream_name(i.stream)); break;
     case OpKind::UNSHARD: x.color = kUnshard, x.lane = 1, x.label = fmt::format("U s{}", i.stage.v), x.tip = fmt::format("UNSHARD s{}", i.stage.v); break;
     case OpKind::WAIT:
-      if (on_compute) x.a = t.ready_ms, x.b = t.start_ms, x.color = kWait, x.tip = "EVENT_WAIT " + i.event;
+      if (on_compute) x.a = t.ready_ms, x.b = t.start_ms, x.color = kWait, x.tip = "EVENT_WAIT " + prog.event_name(i.event);
       break;
     default: break;
   }

@@ -57,7 +57,7 @@ void add_trace_slices(analyze::TraceWriter& w, const ProgramSet& set, const Engi
         }
         case OpKind::WAIT:
           if (t.start_ms > t.ready_ms)
-            w.wait(r, stream, i.event, to_line(prog, i), (t.ready_ms + offset_ms) * kUsPerMs,
+            w.wait(r, stream, prog.event_name(i.event), to_line(prog, i), (t.ready_ms + offset_ms) * kUsPerMs,
                    (t.start_ms - t.ready_ms) * kUsPerMs);
           break;
         case OpKind::RECORD:

@@ -59,14 +59,14 @@ std::string Report::stream_of(int32_t prog, int32_t index) const {
 }
 
 std::string Report::local(int32_t prog, int32_t index) const {
-  return fmt::format("{} (#{} {})", op_text(instr(prog, index)), index, stream_of(prog, index));
+  return fmt::format("{} (#{} {})", op_text(set_.programs[prog], instr(prog, index)), index, stream_of(prog, index));
 }
 
 std::string Report::remote(int32_t prog, int32_t index) const {
-  return fmt::format("r{} #{} {} {}", rank(prog).v, index, stream_of(prog, index), op_text(instr(prog, index)));
+  return fmt::format("r{} #{} {} {}", rank(prog).v, index, stream_of(prog, index), op_text(set_.programs[prog], instr(prog, index)));
 }
 
-std::string Report::op(int32_t prog, int32_t index) const { return op_text(instr(prog, index)); }
+std::string Report::op(int32_t prog, int32_t index) const { return op_text(set_.programs[prog], instr(prog, index)); }
 
 void check_structure(const engine::Topology& topo, Report& rep) {
   for (const auto& e : topo.errors) rep.add("structure", e.prog, e.instr, e.message);

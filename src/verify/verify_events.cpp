@@ -21,7 +21,7 @@ void check_events(const engine::Topology& t, Report& rep) {
           recorded[e] = ii;
         } else {
           rep.add("event", p, ii,
-                  fmt::format("{} records {} a second time on r{} (first: {})", rep.op(p, ii), in.event,
+                  fmt::format("{} records {} a second time on r{} (first: {})", rep.op(p, ii), t.program(p).event_name(in.event),
                               rep.rank(p).v, rep.local(p, recorded[e])));
         }
         continue;

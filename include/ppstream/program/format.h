@@ -41,12 +41,12 @@ class ParseError : public std::runtime_error {
 };
 
 // The printers print only the fields an instruction's kind uses and never throw (but for
-// std::out_of_range on a stream id outside the program's table); names are
+// std::out_of_range on a stream or event id outside the program's tables); names are
 // checked by the parsers (a stream or event name outside the grammar does not parse back).
-// An Instr's stream is an id in its program's table (streams.h), so printing it takes the
-// program; `op_text` prints what needs no stream.
+// An Instr's stream and event are ids in its program's tables (ir.h), so printing takes the
+// program.
 std::string to_text(const P2POp& op);                       // "SEND_B mb15 s7 ->r2"
-std::string op_text(const Instr& i);                        // "B mb15 s7" (no rank, no stream)
+std::string op_text(const Program& p, const Instr& i);      // "B mb15 s7" (no rank, no stream)
 std::string to_text(const Program& p, const Instr& i);      // "compute B mb15 s7" (no rank)
 std::string to_line(const Program& p, const Instr& i);      // "r3 compute B mb15 s7"
 std::string to_text(const ProgramSet& set);            // world line + every rank's lines

@@ -57,6 +57,16 @@ struct P2POp {
   auto operator<=>(const P2POp&) const = default;
 };
 
+// An index into one Program's table of event names (Program::event_names): a RECORD/WAIT's
+// event. Events are rank-local, so an id means something only with its program. Equality, order
+// (by index) and hashing; no conversion from an int or a name (Program::intern_event).
+struct EventId {
+  uint32_t v = 0;
+  constexpr EventId() = default;
+  constexpr explicit EventId(uint32_t x) : v(x) {}
+  auto operator<=>(const EventId&) const = default;
+};
+
 // One instruction. Only the fields its kind uses are meaningful; the others stay default so
 // that equality and hashing are well defined (the parser and builders guarantee it).
 struct Instr {
@@ -65,7 +75,7 @@ struct Instr {
   Microbatch mb;               // F, B
   Stage stage;                 // F, B, UNSHARD, RESHARD, REDUCE_GRAD
   std::vector<P2POp> p2p;      // BATCH: ops in issue order (cpu-serial executes them in this order)
-  std::string event;           // RECORD, WAIT: e.g. "compute_ready[s7]"
+  EventId event;               // RECORD, WAIT: e.g. "compute_ready[s7]", an id in its Program's event table
   bool operator==(const Instr&) const = default;
 };
 
@@ -124,12 +134,15 @@ enum class ReducePolicy : uint8_t { NONE, INLINE, ASYNC };
 enum class DPMode : uint8_t { NONE, FSDP, HSDP };
 
 // One rank's program: instructions in host issue order, and the names of the streams they run
-// on (StreamId indexes `stream_names`; the well-known streams come first, see streams.h).
+// on (StreamId indexes `stream_names`; the well-known streams come first, see streams.h) and of
+// the events they record and wait (EventId indexes `event_names`, in order of first interning).
+// The intern_* calls scan the table; code interning many names uses a NameIndex (name_index.h).
 struct Program {
   Rank rank;
   int32_t pp_rank = 0;
   std::vector<Instr> instrs;
   std::vector<std::string> stream_names{streams::kWellKnown.begin(), streams::kWellKnown.end()};
+  std::vector<std::string> event_names;
 
   // The id of `name` in this program's table, appending it on first use. Names are not checked
   // here (the parsers do: is_valid_stream_name in format.h).
@@ -138,8 +151,12 @@ struct Program {
   std::optional<StreamId> find_stream(std::string_view name) const;
   // The name of `id`; std::out_of_range for an id outside the table.
   const std::string& stream_name(StreamId id) const { return stream_names.at(id.v); }
-  // Equal when rank, pp_rank and the instructions are, streams compared by name (two tables
-  // may list the same names in another order, or hold names no instruction uses).
+  // The same for events (names checked by the parsers: is_valid_event_name).
+  EventId intern_event(std::string_view name);
+  std::optional<EventId> find_event(std::string_view name) const;
+  const std::string& event_name(EventId id) const { return event_names.at(id.v); }
+  // Equal when rank, pp_rank and the instructions are, streams and events compared by name (two
+  // tables may list the same names in another order, or hold names no instruction uses).
   bool operator==(const Program& o) const;
 };
 
@@ -192,3 +209,8 @@ bool is_forward(P2PKind k);
 std::optional<std::string> world_size_error(const World& w);
 
 }  // namespace ppstream
+
+template <>
+struct std::hash<ppstream::EventId> {
+  size_t operator()(ppstream::EventId e) const noexcept { return e.v; }
+};

@@ -76,7 +76,7 @@ class SetBuilder {
     Instr i;
     i.op = k;
     i.stream = set_.programs.back().intern_stream(stream);
-    i.event = std::move(event);
+    i.event = set_.programs.back().intern_event(event);
     return add(std::move(i));
   }
   SetBuilder& staged(OpKind k, int s, std::string stream) {

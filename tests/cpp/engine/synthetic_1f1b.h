@@ -52,7 +52,7 @@ class RankWriter {
     Instr i;
     i.op = k;
     i.stream = p_.intern_stream(stream);
-    i.event = std::move(name);
+    i.event = p_.intern_event(name);
     p_.instrs.push_back(std::move(i));
   }
   void opt() {

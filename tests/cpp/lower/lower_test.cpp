@@ -110,6 +110,23 @@ TEST(Lower, PoliciesMoveOnlyReductionInstructions) {
   }
 }
 
+// assign-p2p-streams appends event names without a lookup; that is right only if no rank names
+// one event twice (the text form would merge two ids).
+TEST(Lower, EventNamesAreUniquePerRank) {
+  for (auto transport : {P2PTransport::PLAIN, P2PTransport::BATCH, P2PTransport::MULTI_STREAM})
+    for (auto policy : {ReducePolicy::INLINE, ReducePolicy::ASYNC})
+      for (bool overlap : {false, true}) {
+        PipelineConfig c = seed_config(policy);
+        c.pipeline_parallel_p2p_transport = transport;
+        c.pipeline_parallel_overlap_p2p = overlap;
+        for (const Program& p : compile(c).programs) {
+          const std::set<std::string> names(p.event_names.begin(), p.event_names.end());
+          EXPECT_EQ(names.size(), p.event_names.size()) << "r" << p.rank.v << " " << to_string(transport);
+          EXPECT_GT(names.size(), 0u);
+        }
+      }
+}
+
 TEST(Lower, PlainTransportPostsOneOpPerBatch) {
   PipelineConfig c = seed_config(ReducePolicy::ASYNC);
   c.pipeline_parallel_p2p_transport = P2PTransport::PLAIN;

@@ -16,8 +16,8 @@ Instr compute(OpKind op, int32_t mb, int32_t s) {
   return i;
 }
 
-// Stream names are interned in `p`, the program the instruction belongs to (or one whose table
-// lists the same names in the same order).
+// Stream and event names are interned in `p`, the program the instruction belongs to (or one whose tables
+// list the same names in the same order).
 Instr on_stage(Program& p, OpKind op, const char* stream, int32_t s) {
   Instr i;
   i.op = op;
@@ -30,7 +30,7 @@ Instr event(Program& p, OpKind op, const char* stream, const char* ev) {
   Instr i;
   i.op = op;
   i.stream = p.intern_stream(stream);
-  i.event = ev;
+  i.event = p.intern_event(ev);
   return i;
 }
 
@@ -91,7 +91,8 @@ TEST(FormatText, SingleInstructionPrinters) {
   EXPECT_EQ(to_text(P2POp{P2PKind::RECV_F, Microbatch{0}, Stage{1}, Rank{4096}}), "RECV_F mb0 s1 <-r4096");
   Program p;
   p.rank = Rank{3};
-  EXPECT_EQ(op_text(compute(OpKind::B, 15, 7)), "B mb15 s7");
+  EXPECT_EQ(op_text(p, compute(OpKind::B, 15, 7)), "B mb15 s7");
+  EXPECT_EQ(op_text(p, event(p, OpKind::WAIT, "p2p.1", "e[0]")), "WAIT e[0]");
   EXPECT_EQ(to_text(p, compute(OpKind::B, 15, 7)), "compute B mb15 s7");
   EXPECT_EQ(to_line(p, compute(OpKind::B, 15, 7)), "r3 compute B mb15 s7");
   EXPECT_EQ(to_line(p, on_stage(p, OpKind::REDUCE_GRAD, "p2p.1", 4)), "r3 p2p.1 REDUCE_GRAD s4");

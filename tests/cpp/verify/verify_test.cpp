@@ -337,7 +337,7 @@ TEST(VerifySendBeforeReduce, WaitOnReduceDoneBeforeTheSend) {
   const int red = find_instr(set.programs[1], OpKind::REDUCE_GRAD, 1);
   const Instr wait_ready = ins[red - 1], reduce = ins[red], record_done = ins[red + 1];
   Instr wait_done = ins[ins.size() - 2];
-  ASSERT_EQ(wait_done.event, "reduce_done[s1]");
+  ASSERT_EQ(set.programs[1].event_name(wait_done.event), "reduce_done[s1]");
   ins.erase(ins.end() - 2);
   ins.erase(ins.begin() + red - 1, ins.begin() + red + 2);
   int batch = -1;
@@ -349,13 +349,13 @@ TEST(VerifySendBeforeReduce, WaitOnReduceDoneBeforeTheSend) {
   EXPECT_EQ(rules(v), (std::set<std::string>{"send-before-reduce"})) << dump(v);
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(ins[v[0].index].op, OpKind::WAIT);
-  EXPECT_EQ(ins[v[0].index].event, "reduce_done[s1]");
+  EXPECT_EQ(set.programs[1].event_name(ins[v[0].index].event), "reduce_done[s1]");
 }
 
 TEST(VerifyDrain, OptimizerDoesNotWaitForTheReduction) {
   ProgramSet set = synthetic(2, 2, DPMode::HSDP, ReducePolicy::ASYNC, world(1, 1, 1, 2, false));
   auto& ins = set.programs[0].instrs;
-  ASSERT_EQ(ins[ins.size() - 2].event, "reduce_done[s0]");
+  ASSERT_EQ(set.programs[0].event_name(ins[ins.size() - 2].event), "reduce_done[s0]");
   ins.erase(ins.end() - 2);
   const auto v = verify(set, kBoth);
   EXPECT_EQ(rules(v), (std::set<std::string>{"drain"})) << dump(v);
