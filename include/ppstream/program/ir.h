@@ -142,7 +142,7 @@ struct Program {
   int32_t pp_rank = 0;
   std::vector<Instr> instrs;
   std::vector<std::string> stream_names{streams::kWellKnown.begin(), streams::kWellKnown.end()};
-  std::vector<std::string> event_names;
+  std::vector<std::string> event_names{};  // {}: aggregate initialisation may leave it out
 
   // The id of `name` in this program's table, appending it on first use. Names are not checked
   // here (the parsers do: is_valid_stream_name in format.h).
