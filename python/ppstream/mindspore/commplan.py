@@ -11,6 +11,8 @@ profile models exactly these groups (src/engine/platform.h, ``CommQueues::PER_GR
 
 - collectives: one group per (member set, program stream); on ``compute`` the plain group
   (``pps_shard_0_1``), elsewhere ``pps_shard_0_1_reduce``, ``pps_shard_0_1_fsdp``;
+- OPT_STEP's gradient statistics (only with clipping or loss scaling): the norm group
+  (``Topology.norm_group``: PP ranks × shard indices of one replicate index) on compute;
 - P2P: one group per peer pair (``pps_p2p_2_6``); a BATCH with several peers becomes one
   ``batch_isend_irecv`` per peer, issued back to back. Ops with one peer then run in issue
   order on the pair's stream, the order per-peer FIFO (verified) already fixes on both sides.
@@ -27,12 +29,14 @@ from ppstream.mindspore.groups import Group, Topology
 
 class CommPlan:
 
-    def __init__(self, topo: Topology, program: dict):
+    def __init__(self, topo: Topology, program: dict, norm: bool = False):
         self.rank, self.world_size = topo.rank, topo.world_size
         self.shard, self.replicate = topo.shard_group(), topo.replicate_group()
         self._collective: dict[tuple[str, str], Group] = {}
         for g in (self.shard, self.replicate):
-            self._add(g, "compute")  # outside the program (final gather) the current stream is compute
+            self._add(g, "compute")
+        if norm:  # OPT_STEP's gradient statistics (clipping, loss scaling) on compute
+            self._add(topo.norm_group(), "compute")  # outside the program (final gather) the current stream is compute
         for ins in program["instrs"]:
             if ins["op"] == "UNSHARD":
                 self._add(self.shard, ins["stream"])

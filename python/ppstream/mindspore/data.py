@@ -39,6 +39,13 @@ def load_corpus(path: str) -> np.ndarray:
     return data
 
 
+def split_holdout(corpus: np.ndarray, holdout: float) -> tuple[np.ndarray, np.ndarray]:
+    """(training part, held-out part): the last ``holdout`` fraction of the bytes is held out
+    for evaluation (components/evaluate.py) and never sampled for training."""
+    n = int(corpus.size * holdout)
+    return corpus[:corpus.size - n], corpus[corpus.size - n:]
+
+
 class TextData:
     """Deterministic batches: tokens and next-byte labels per (step, dp index, microbatch)."""
 

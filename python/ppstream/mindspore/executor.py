@@ -9,7 +9,10 @@ producer (or its RECV) to its consumer (or its SEND). A neighbour on the same ra
 VPP) therefore hands over directly through the map. The stage's own stash (its recorded
 forward) stays in ``PipelineStage``. No threads: the host issues in program order; overlap
 comes only from device streams. The last stage's losses are summed on the device; the host
-reads the sum once, after the step's ``synchronize``.
+reads the sum once, after the step's ``synchronize``. ``OPT_STEP`` is the ``OptStep``
+component's (components/opt_step.py: loss-scale check, clipping, LR schedule, AdamW). With
+``forward_only`` (evaluation, components/evaluate.py) the program is the forward projection and
+every F runs without recording a graph.
 """
 from __future__ import annotations
 
@@ -70,8 +73,10 @@ class Executor:
 
     def __init__(self, program: dict, num_stages: int, stages: dict[int, PipelineStage],
                  states: dict[int, HsdpState], platform: Platform, act: ActivationSpec, trace: HostTrace,
-                 progress: Progress):
+                 progress: Progress, opt=None, forward_only: bool = False):
         self.program, self.stages, self.states, self.platform = program, stages, states, platform
+        self.opt, self.forward_only = opt, forward_only
+        self.step = -1
         self.act, self.trace, self.progress = act, trace, progress
         # per instruction index: the compute op's plan, or each P2P op's handover in a BATCH
         self.plans: dict[int, ComputePlan] = {}
@@ -92,7 +97,7 @@ class Executor:
     def run_step(self, step: int, batch: Callable[[int], tuple[ms.Tensor, ms.Tensor]]) -> float | None:
         """Runs the program once; returns the sum of this rank's last-stage (scaled) losses
         (None when the rank holds no last stage) — the step's only host read of a device value."""
-        self.batch, self.loss_sum = batch, None
+        self.batch, self.loss_sum, self.step = batch, None, step
         t0 = self.trace.now_us()
         self.platform.begin_step(step)
         for i, instr in enumerate(self.program["instrs"]):
@@ -136,7 +141,8 @@ class Executor:
         tokens, labels = self.batch(mb)
         got = [self._take(k, instr["text"]) for k in plan.inputs]
         x = got[0] if got else tokens  # stage 0 takes nothing from a stage: its input is the data
-        out = st.forward(mb, x, labels if st.last else self.no_labels)
+        lab = labels if st.last else self.no_labels
+        out = st.evaluate(x, lab) if self.forward_only else st.forward(mb, x, lab)
         if plan.output is not None:
             self.handovers[plan.output] = out
         else:  # the last stage: its output is the (scaled) loss, which stays on the device
@@ -147,7 +153,7 @@ class Executor:
         plan = self.plans[self.index]
         got = [self._take(k, instr["text"]) for k in plan.inputs]
         dy = got[0] if got else None  # the last stage takes nothing from a stage: it starts from its loss
-        dx = self.stages[s].backward(mb, dy)
+        dx = self.stages[s].backward(mb, dy, self.opt.loss_scale if self.opt is not None else 1.0)
         if plan.output is not None:
             self.handovers[plan.output] = dx
 
@@ -185,5 +191,4 @@ class Executor:
         self.states[s].reduce_grad(self.platform, f"REDUCE_GRAD s{s}")
 
     def _op_OPT_STEP(self, instr: dict) -> None:
-        for s in sorted(self.states):
-            self.states[s].opt_step()
+        self.opt.run(self.states, self.platform, self.step)

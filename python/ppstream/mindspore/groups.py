@@ -65,6 +65,15 @@ class Topology:
         ranks = tuple(_core.dp_group(kind, self.rank, self.pp, self.shard, self.replicate))
         return Group(_name(kind, ranks), ranks, ranks.index(self.rank))
 
+    def norm_group(self) -> Group:
+        """The ranks holding distinct shards with this rank's replicate index: every PP rank ×
+        every shard index (ranks pp_rank * dp + replicate_index * shard + i). Gradient
+        statistics (norm, non-finite count, components/opt_step.py) are summed over it, so a
+        replica's identical shard is never counted twice."""
+        ranks = tuple(p * self.dp + self.replicate_index * self.shard + i
+                      for p in range(self.pp) for i in range(self.shard))
+        return Group(_name("norm", ranks), ranks, ranks.index(self.rank))
+
     def local_stages(self) -> list[int]:
         """Global virtual stages of this rank, chunk order (s = chunk * pp + pp_rank)."""
         return [c * self.pp + self.pp_rank for c in range(self.vpp)]

@@ -6,8 +6,11 @@ the shard group and writes the full parameters; ``reshard`` frees them (zero-siz
 ``reduce_grad`` divides the accumulated unsharded gradients by dp first (pre-divide, as
 PyTorch FSDP does when ReduceOp.AVG is not used: sums of pre-divided values stay in range), then
 reduce-scatters them in the shard group and all-reduces the shard in the replicate group — the
-mean over data-parallel ranks, landing in the sharded gradient; ``opt_step`` runs AdamW on the shard. With shard 1
-(plain DP, or no DP at all) the parameters are never freed and the "shard" is the whole vector.
+mean over data-parallel ranks, landing in the sharded gradient; ``take_gradient`` hands it to
+the optimizer step (components/opt_step.py), which calls ``apply_update`` (AdamW on the shard).
+With shard 1 (plain DP, or no DP at all) the parameters are never freed and the "shard" is the
+whole vector. The collectives travel in ``train.reduce_dtype`` / ``train.all_gather_dtype``
+(components/precision.py; float32: no cast).
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import numpy as np
 import mindspore as ms
 from mindspore import ops
 
+from ppstream.mindspore.components.precision import comm_dtype
 from ppstream.mindspore.groups import Group
 from ppstream.mindspore.optim import AdamW
 from ppstream.mindspore.stage import PipelineStage
@@ -37,8 +41,9 @@ class HsdpState:
         idx = shard_group.index if sharded else 0
         self.shard = full[idx * self.shard_len:(idx + 1) * self.shard_len].copy()
         self.grad_shard = None
-        self.optim = AdamW(self.shard_len, train_cfg["lr"], train_cfg["betas"], train_cfg["eps"],
-                           train_cfg["weight_decay"])
+        self.optim = AdamW(self.shard_len, train_cfg["betas"], train_cfg["eps"], train_cfg["weight_decay"])
+        self.reduce_dtype = comm_dtype(train_cfg, "reduce_dtype")
+        self.gather_dtype = comm_dtype(train_cfg, "all_gather_dtype")
         if sharded:
             self.reshard()
 
@@ -55,7 +60,8 @@ class HsdpState:
             off += size
 
     def unshard(self, platform, tag: str) -> None:
-        self._write_full(platform.all_gather(self.shard, self.shard_group, tag + " all_gather"))
+        full = platform.all_gather(_cast(self.shard, self.gather_dtype), self.shard_group, tag + " all_gather")
+        self._write_full(_cast(full, ms.float32))
 
     def reshard(self) -> None:
         for p in self.stage.params:
@@ -63,15 +69,15 @@ class HsdpState:
 
     def reduce_grad(self, platform, tag: str) -> None:
         flat = self._flatten(self.stage.take_grads()) / float(self.dp)  # pre-divide: the sums below are means
+        g = _cast(flat, self.reduce_dtype)
         if self.sharded:
-            g = platform.reduce_scatter_sum(flat, self.shard_group, tag + " reduce_scatter")
-        else:
-            g = flat
+            g = platform.reduce_scatter_sum(g, self.shard_group, tag + " reduce_scatter")
         if self.replicate_group.size > 1:
             g = platform.all_reduce_sum(g, self.replicate_group, tag + " all_reduce")
-        self.grad_shard = g
+        self.grad_shard = _cast(g, ms.float32)
 
-    def opt_step(self) -> None:
+    def take_gradient(self) -> ms.Tensor:
+        """This step's float32 gradient of the shard (flat [shard_len]); resets it."""
         if self.reduced:
             if self.grad_shard is None:
                 raise RuntimeError(f"OPT_STEP: stage s{self.stage.stage} was not reduced this step")
@@ -79,7 +85,17 @@ class HsdpState:
         else:  # no data parallelism: the local accumulated gradient is the gradient
             g = self._flatten(self.stage.take_grads())
         self.grad_shard = None
-        self.shard = self.optim.step(self.shard, g)
+        return g
+
+    def apply_update(self, g: ms.Tensor, lr: float) -> None:
+        """AdamW on the shard with gradient ``g`` (flat float32 [shard_len]) and learning rate ``lr``."""
+        self.shard = self.optim.step(self.shard, g, lr)
+        if not self.sharded:
+            self._write_full(self.shard)
+
+    def restore(self, shard: ms.Tensor, m: ms.Tensor, v: ms.Tensor, t: int) -> None:
+        """Checkpoint restore: the shard and its AdamW state, bit for bit (components/checkpoint.py)."""
+        self.shard, self.optim.m, self.optim.v, self.optim.t = shard, m, v, t
         if not self.sharded:
             self._write_full(self.shard)
 
@@ -92,3 +108,7 @@ class HsdpState:
             out[name] = arr[off:off + size].reshape(shape).copy()
             off += size
         return out
+
+
+def _cast(t: ms.Tensor, dtype) -> ms.Tensor:
+    return t if t.dtype == dtype else t.astype(dtype)

@@ -24,7 +24,7 @@ from ppstream.mindspore.model import StageCell
 class PipelineStage:
 
     def __init__(self, stage: int, cell: StageCell, recompute: bool = False):
-        self.stage, self.cell = stage, cell
+        self.stage, self.cell, self.recompute = stage, cell, recompute
         self.named = cell.named_params()
         self.params = [p for _n, p in self.named]
         self.grads: list | None = None  # unsharded accumulators, summed over microbatches
@@ -50,11 +50,27 @@ class PipelineStage:
         self._pending[mb] = ((x, labels), out)
         return out
 
-    def backward(self, mb: int, grad_out: ms.Tensor | None) -> ms.Tensor | None:
+    def evaluate(self, x: ms.Tensor, labels: ms.Tensor) -> ms.Tensor:
+        """A forward that records nothing (evaluation): no graph is kept and ``forward_runs``
+        does not count it."""
+        runs = self.cell.runs.n
+        self.cell.set_grad(False)
+        try:
+            return self.cell(x, labels)
+        finally:
+            self.cell.set_grad(not self.recompute)
+            self.cell.runs.n = runs
+
+    def backward(self, mb: int, grad_out: ms.Tensor | None, loss_scale: float = 1.0) -> ms.Tensor | None:
+        """The recorded forward's backward. ``grad_out`` None (the last stage): it starts from
+        ``loss_scale`` (1.0, or the dynamic loss scale, components/loss_scale.py)."""
         if mb not in self._pending:
             raise RuntimeError(f"B mb{mb} s{self.stage}: no recorded forward")
         (x, labels), out = self._pending.pop(mb)
-        sens = ops.ones_like(out) if grad_out is None else grad_out
+        if grad_out is not None:
+            sens = grad_out
+        else:
+            sens = ops.ones_like(out) if loss_scale == 1.0 else ops.ones_like(out) * loss_scale
         input_grads, weight_grads = self._grad(self.cell, ms.ParameterTuple(self.params))(x, labels, sens)
         if self.grads is None:
             self.grads = list(weight_grads)

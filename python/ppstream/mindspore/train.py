@@ -2,7 +2,7 @@
 
     python -m ppstream.mindspore.train CONFIG [--steps N] [--out DIR] [--reduce-grad inline|async]
         [--set key=value ...] [--straggle RANK:MS ...] [--record] [--profile]
-        [--device auto|cpu|ascend] [--timeout S] [--baseline]
+        [--device auto|cpu|ascend] [--timeout S] [--baseline] [--save-every N] [--resume DIR]
         [--worker-num N] [--local-worker-num N] [--master-addr H] [--master-port P] [--node-rank K] [--log-dir D]
 
 The programs come from ``ppstream._core.compile`` (expanded: one per rank), verified under
@@ -45,6 +45,11 @@ def parse_args(argv):
     ap.add_argument("--device", choices=["auto", "cpu", "ascend"], default="auto")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds before the job is killed (default 600)")
     ap.add_argument("--baseline", action="store_true", help="run the single-process non-pipelined reference")
+    ap.add_argument("--save-every", type=int, default=0, metavar="N",
+                    help="write a sharded checkpoint to RUN_DIR/checkpoints/step{k}/ every N steps (default: never)")
+    ap.add_argument("--resume", metavar="DIR",
+                    help="continue from a checkpoint directory, or a run directory's newest complete checkpoint; "
+                         "--steps is the total, as in the first run")
     g = ap.add_argument_group("cluster (msrun's settings; default: one node)")
     g.add_argument("--worker-num", type=int, help="workers in the whole job (default: --local-worker-num)")
     g.add_argument("--local-worker-num", type=int,
@@ -128,7 +133,10 @@ def summarize(run_dir: str, ranks: range, world: int) -> dict:
     steps = len(results[0]["step_ms"])
     losses = [sum(h["losses"][k] for h in holders) / len(holders) for k in range(steps)] if holders else []
     step_ms = [max(x["step_ms"][k] for x in results) for k in range(steps)]
-    return {"losses": losses, "step_ms": step_ms, "world": world, "ranks": [ranks.start, ranks.stop - 1],
+    evals = [[h0[0], sum(h["eval"][i][1] for h in holders) / len(holders)]
+             for i, h0 in enumerate(holders[0]["eval"])] if holders else []
+    return {"first_step": results[0].get("first_step", 0), "losses": losses, "step_ms": step_ms,
+            "opt": results[0].get("opt", []), "eval": evals, "world": world, "ranks": [ranks.start, ranks.stop - 1],
             "platform": results[0]["platform"], "peak_rss_mb": [x["peak_rss_mb"] for x in results]}
 
 
@@ -193,12 +201,41 @@ def _report(args, run_dir: str, world: int, ranks: range, code: int | None, wall
         json.dump(summary, f, indent=1)
     if not summary["losses"]:
         print(f"ppstream train: ranks {ranks.start}..{ranks.stop - 1} of this node hold no loss (another node's do)")
+    first = summary["first_step"]
     for k, ms_ in enumerate(summary["step_ms"]):
         loss = f"loss {summary['losses'][k]:.6f}  " if summary["losses"] else ""
-        print(f"step {k}: {loss}step {ms_:.0f} ms (slowest rank)", flush=True)
+        rec = summary["opt"][k] if k < len(summary["opt"]) else {}
+        extra = "".join([f"  grad_norm {rec['grad_norm']:.4g}" if rec.get("grad_norm") is not None else "",
+                         f"  lr {rec['lr']:.4g}" if rec.get("lr") is not None else "",
+                         f"  loss_scale {rec['loss_scale']:g}" if rec.get("loss_scale") is not None else "",
+                         "  (update skipped: inf/nan gradient)" if rec.get("skipped") else ""])
+        print(f"step {first + k}: {loss}step {ms_:.0f} ms (slowest rank){extra}", flush=True)
+    for done, ev in summary["eval"]:
+        print(f"eval after {done} steps: loss {ev:.6f}", flush=True)
     print(f"ppstream train: done in {wall:.1f} s (launch included); peak RSS per rank "
           f"{min(summary['peak_rss_mb']):.0f}..{max(summary['peak_rss_mb']):.0f} MiB", flush=True)
     return 0
+
+
+def _checkpointing(args, cfg: RunConfig, world: dict, steps: int) -> dict:
+    """run.json's checkpoint fields: ``save_every``, ``checkpoint_meta`` (what a checkpoint of this
+    run records about it), and with ``--resume`` the checkpoint directory and its step — checked
+    here, before any worker starts (components/checkpoint.py)."""
+    from ppstream.mindspore.components import checkpoint
+    from ppstream.mindspore.components.lr_schedule import LrSchedule
+    if args.save_every < 0:
+        raise RunConfigError(f"--save-every {args.save_every}: expected N >= 1 (or 0: never)")
+    meta = {"world": {k: world[k] for k in ("pp", "vpp", "shard", "replicate")},
+            "stage_layers": [list(x) for x in cfg.stage_layers], "model": cfg.model,
+            "schedule": LrSchedule.from_train(cfg.train, steps).to_json()}
+    out = {"save_every": args.save_every, "checkpoint_meta": meta}
+    if args.resume:
+        ckpt = checkpoint.resolve(args.resume)
+        got = checkpoint.check_resumable(ckpt, meta, steps)
+        out.update(resume=ckpt, start_step=got["step"])
+        print(f"ppstream train: resuming from {ckpt} (after step {got['step'] - 1}; steps {got['step']}..{steps - 1})",
+              flush=True)
+    return out
 
 
 def launch(args, cfg: RunConfig, core_overrides: dict[str, str]) -> int:
@@ -214,7 +251,8 @@ def launch(args, cfg: RunConfig, core_overrides: dict[str, str]) -> int:
     run_dir = os.path.abspath(args.out)
     steps = args.steps if args.steps is not None else int(cfg.train["steps"])
     run = {"config": cfg.to_json(), "steps": steps, "device": device, "record": args.record,
-           "profile": args.profile, "straggle": _straggle(args.straggle), "verified_under": profile}
+           "profile": args.profile, "straggle": _straggle(args.straggle), "verified_under": profile,
+           **_checkpointing(args, cfg, pset["world"], steps)}
     _prepare_run_dir(run_dir, world, programs, run)
     w = pset["world"]
     print(f"ppstream train: {world} ranks (pp={w['pp']} vpp={w['vpp']} shard={w['shard']} replicate={w['replicate']}, "
@@ -247,7 +285,7 @@ def main(argv=None) -> int:
             run_baseline(cfg, w["shard"] * w["replicate"], steps, os.path.abspath(args.out))
             return 0
         return launch(args, cfg, core)
-    except (RunConfigError, WorldTooLarge, ValueError, FileNotFoundError) as e:
+    except (RunConfigError, WorldTooLarge, ValueError, FileNotFoundError) as e:  # CheckpointError is a ValueError
         print(f"ppstream train: {e}", file=sys.stderr)
         return 2
 

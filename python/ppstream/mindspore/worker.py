@@ -3,9 +3,11 @@
 Usage (by the launcher): ``python worker.py RUN_DIR``. RUN_DIR/run.json holds the run config,
 RUN_DIR/programs.json the verified program set. Writes RUN_DIR/progress/rank{r}.txt before
 every instruction, and at the end RUN_DIR/rank{r}/result.json (losses, collective counts,
-forward runs, step times, peak RSS), trace.json (host Chrome trace), params.npz (gathered full
-parameters, shard index 0 only), with ``--record`` record.json, with ``--profile`` MindSpore's
-profiler output under RUN_DIR/rank{r}/profile/.
+forward runs, step times, peak RSS, the optimizer step's figures, evaluation losses), trace.json
+(host Chrome trace), params.npz (gathered full parameters, shard index 0 only), with ``--record``
+record.json, with ``--profile`` MindSpore's profiler output under RUN_DIR/rank{r}/profile/; with
+``--save-every N`` its part of RUN_DIR/checkpoints/step{k}/ every N steps; with ``--resume`` it
+first restores the checkpoint named in run.json (components/checkpoint.py).
 
 The process dies with its parent (``PR_SET_PDEATHSIG``): msrun starts workers in their own
 sessions, so without this a killed launcher would leave them running.
@@ -71,22 +73,39 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def train_loop(rt, steps: int, profiler, rank: int) -> tuple[list[float], list[float]]:
-    """The per-step loop: runs the steps; returns the losses (ranks with the last stage) and step times (ms)."""
-    losses, step_ms = [], []
-    for step in range(steps):
+def train_loop(rt, run: dict, run_dir: str, profiler, rank: int, progress) -> dict:
+    """The per-step loop: steps ``start..steps-1`` (``start`` from a resumed checkpoint), an
+    evaluation after every ``train.eval_every`` completed steps, a checkpoint after every
+    ``save_every``. Returns the per-step record: losses (ranks with the last stage), step times
+    (ms), the optimizer step's figures, evaluation losses."""
+    from ppstream.mindspore.components import checkpoint
+    from ppstream.mindspore.components.evaluate import should_evaluate
+
+    start, steps, every = int(run.get("start_step", 0)), int(run["steps"]), int(run.get("save_every", 0))
+    out = {"first_step": start, "losses": [], "step_ms": [], "opt": [], "eval": []}
+    for step in range(start, steps):
         t0 = time.perf_counter()
         loss = rt.run_step(step)
-        step_ms.append((time.perf_counter() - t0) * 1e3)
+        out["step_ms"].append((time.perf_counter() - t0) * 1e3)
+        out["opt"].append(rt.opt.record)
         profiler.step()
         if loss is not None:
-            losses.append(loss)
-            print(f"[r{rank}] step {step} loss {loss:.6f} ({step_ms[-1]:.0f} ms)", flush=True)
+            out["losses"].append(loss)
+            print(f"[r{rank}] step {step} loss {loss:.6f} ({out['step_ms'][-1]:.0f} ms)", flush=True)
+        if should_evaluate(rt.cfg.train, step + 1):
+            progress.write(f"eval after step {step}")
+            ev = rt.evaluate()
+            if ev is not None:
+                out["eval"].append([step + 1, ev])
+                print(f"[r{rank}] eval after step {step}: loss {ev:.6f}", flush=True)
+        if every and (step + 1) % every == 0:
+            progress.write(f"checkpoint after step {step}")
+            checkpoint.save(checkpoint.step_dir(run_dir, step + 1), step + 1, rt, run["checkpoint_meta"])
     profiler.stop()
-    return losses, step_ms
+    return out
 
 
-def write_outputs(out_dir: str, rt, platform, record: bool, losses, step_ms) -> None:
+def write_outputs(out_dir: str, rt, platform, record: bool, log: dict) -> None:
     """Result writing: params.npz (shard index 0), trace.json, record.json (``--record``), result.json."""
     import numpy as np
     params = rt.full_parameters()
@@ -98,8 +117,8 @@ def write_outputs(out_dir: str, rt, platform, record: bool, losses, step_ms) -> 
         platform.dump(os.path.join(out_dir, "record.json"))
     result = {"rank": topo.rank, "pp_rank": topo.pp_rank, "dp_index": topo.dp_index,
               "replicate_index": topo.replicate_index, "shard_index": topo.shard_index, "platform": platform.name,
-              "platform_label": platform.label, "local_stages": sorted(rt.stages), "losses": losses,
-              "step_ms": step_ms, "counts": dict(platform.counts),
+              "platform_label": platform.label, "local_stages": sorted(rt.stages), **log,
+              "counts": dict(platform.counts),
               "forward_runs": {str(s): n for s, n in rt.forward_runs().items()}, "peak_rss_mb": peak_rss_mb()}
     with open(os.path.join(out_dir, "result.json"), "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1)
@@ -128,7 +147,12 @@ def build_rank(run: dict, pset: dict, rank: int, progress):
                            f"these were verified under {run['verified_under']}")
     print(f"[r{rank}] platform {platform.label}; world pp={topo.pp} vpp={topo.vpp} shard={topo.shard} "
           f"replicate={topo.replicate} mode={pset['mode']} policy={pset['policy']}", flush=True)
-    rt = RankRuntime(RunConfig.from_json(run["config"]), topo, program, pset["mode"].lower(), platform, progress)
+    rt = RankRuntime(RunConfig.from_json(run["config"]), topo, program, pset["mode"].lower(), platform, progress,
+                     steps=run["steps"])
+    if run.get("resume"):
+        from ppstream.mindspore.components import checkpoint
+        progress.write(f"restore {run['resume']}")
+        checkpoint.load(run["resume"], rt)
     return rt, platform
 
 
@@ -145,10 +169,11 @@ def main(run_dir: str) -> int:
     out_dir = os.path.join(run_dir, f"rank{rank}")
     os.makedirs(out_dir, exist_ok=True)
     rt, platform = build_rank(run, read_json(run_dir, "programs.json"), rank, progress)
-    profiler = StepProfiler(os.path.join(out_dir, "profile") if run.get("profile") else None, run["steps"], rank)
-    losses, step_ms = train_loop(rt, run["steps"], profiler, rank)
+    profiler = StepProfiler(os.path.join(out_dir, "profile") if run.get("profile") else None,
+                           run["steps"] - int(run.get("start_step", 0)), rank)
+    log = train_loop(rt, run, run_dir, profiler, rank, progress)
     progress.write("final gather")
-    write_outputs(out_dir, rt, platform, run.get("record", False), losses, step_ms)
+    write_outputs(out_dir, rt, platform, run.get("record", False), log)
     progress.write("done")
     return 0
 
