@@ -20,7 +20,7 @@ import pytest
 import ppstream
 from conftest import write_config
 from test_executor import corpus, mindspore_cpu  # noqa: F401 (fixtures: CPU PyNative, the package's text)
-from ppstream.mindspore.groups import Topology
+from ppstream.mindspore.parallel.groups import Topology
 from ppstream.mindspore.runconfig import load_run_config
 
 TINY = {"hidden": 8, "heads": 2, "experts": 2, "top_k": 2, "ffn": 16, "seq_len": 8}
@@ -29,8 +29,8 @@ FEATURES = {"clip_grad": 0.05, "lr": 1.0e-2, "min_lr": 1.0e-3, "lr_warmup_init":
 
 
 def build_world(config: str, corpus, steps: int):
-    from ppstream.mindspore.platform_fake import FakePlatform, FakeWorld
-    from ppstream.mindspore.rank import RankRuntime
+    from ppstream.mindspore.platforms.fake import FakePlatform, FakeWorld
+    from ppstream.mindspore.training.rank import RankRuntime
     cfg = load_run_config(config)
     pset = json.loads(ppstream.compile(config, True, FakePlatform.profile))
     w = pset["world"]
@@ -68,7 +68,7 @@ def gathered(rts, world) -> dict:
 
 
 def test_clipping_schedule_and_evaluation_match_the_single_process_reference(tmp_path, corpus):
-    from ppstream.mindspore.baseline import train_baseline
+    from ppstream.mindspore.training.baseline import train_baseline
     steps = 3
     cfg = write_config(str(tmp_path / "f.yaml"), pp=2, vpp=2, layers=4, mbs=2, mode="hsdp", shard=2, replicate=2,
                        model=TINY, train=FEATURES)
@@ -148,8 +148,8 @@ def _opt(clip: float, scaler=None, group=None):
 
 
 def test_clip_norm_over_two_ranks_equals_numpy():
-    from ppstream.mindspore.groups import Group
-    from ppstream.mindspore.platform_fake import FakePlatform, FakeWorld
+    from ppstream.mindspore.parallel.groups import Group
+    from ppstream.mindspore.platforms.fake import FakePlatform, FakeWorld
     world = FakeWorld(2, timeout_s=10)
     grads = [[3.0, 0.0, 1.0], [0.0, 4.0, 2.0]]  # two shards of one vector
     states = [{0: _Shard(g)} for g in grads]
@@ -166,8 +166,8 @@ def test_clip_norm_over_two_ranks_equals_numpy():
 
 def test_an_inf_on_one_rank_skips_the_update_on_every_rank():
     from ppstream.mindspore.components.loss_scale import DynamicLossScaler
-    from ppstream.mindspore.groups import Group
-    from ppstream.mindspore.platform_fake import FakePlatform, FakeWorld
+    from ppstream.mindspore.parallel.groups import Group
+    from ppstream.mindspore.platforms.fake import FakePlatform, FakeWorld
     world = FakeWorld(2, timeout_s=10)
     states = [{0: _Shard([1.0, 2.0])}, {0: _Shard([np.inf, 0.0])}]
     opts = [_opt(0.0, DynamicLossScaler(8.0, 1.0, 100, 1), Group("norm", (0, 1), r)) for r in range(2)]
@@ -185,9 +185,9 @@ def test_an_inf_on_one_rank_skips_the_update_on_every_rank():
 
 def test_bfloat16_reduce_scatter_is_the_bfloat16_sum(tmp_path, corpus):
     import mindspore as ms
-    from ppstream.mindspore.groups import Group
-    from ppstream.mindspore.hsdp import HsdpState
-    from ppstream.mindspore.platform_fake import FakePlatform, FakeWorld
+    from ppstream.mindspore.parallel.groups import Group
+    from ppstream.mindspore.training.hsdp import HsdpState
+    from ppstream.mindspore.platforms.fake import FakePlatform, FakeWorld
 
     class Stage:  # two ranks' stage with one 4-element parameter and a fixed accumulated gradient
         def __init__(self, r):

@@ -24,9 +24,10 @@ class PrecisionError(ValueError):
 
 
 def comm_dtype(train: dict, key: str):
-    """``train[key]`` ("reduce_dtype" or "all_gather_dtype") as a MindSpore dtype."""
+    """``train[key]`` ("reduce_dtype" or "all_gather_dtype") as a MindSpore dtype; a ``train``
+    dict without the key (built by hand, not by the config loader) means float32."""
     import mindspore as ms
-    name = train[key]
+    name = train.get(key, "float32")
     if name not in COMM_DTYPES:
         raise PrecisionError(f"train.{key}={name!r}: expected one of {', '.join(COMM_DTYPES)}")
     return {"float32": ms.float32, "bfloat16": ms.bfloat16, "float16": ms.float16}[name]

@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import mindspore as ms
 
-from ppstream.mindspore.commplan import CommPlan
+from ppstream.mindspore.parallel.commplan import CommPlan
 from ppstream.mindspore.components.evaluate import forward_program
 from ppstream.mindspore.components.loss_scale import DynamicLossScaler, scaling_enabled
 from ppstream.mindspore.components.lr_schedule import LrSchedule
 from ppstream.mindspore.components.opt_step import OptStep
-from ppstream.mindspore.data import TextData, load_corpus, split_holdout
-from ppstream.mindspore.executor import ActivationSpec, Executor, Progress
-from ppstream.mindspore.groups import Topology
-from ppstream.mindspore.hsdp import HsdpState
-from ppstream.mindspore.model import StageCell, activation_spec, one_hot
-from ppstream.mindspore.platform_base import Platform
+from ppstream.mindspore.data.text import TextData, load_corpus, split_holdout
+from ppstream.mindspore.training.executor import ActivationSpec, Executor, Progress
+from ppstream.mindspore.parallel.groups import Topology
+from ppstream.mindspore.training.hsdp import HsdpState
+from ppstream.mindspore.model.moe import StageCell, activation_spec, one_hot
+from ppstream.mindspore.platforms.base import Platform
 from ppstream.mindspore.runconfig import RunConfig
-from ppstream.mindspore.stage import PipelineStage
-from ppstream.mindspore.trace import HostTrace
+from ppstream.mindspore.training.stage import PipelineStage
+from ppstream.mindspore.training.trace import HostTrace
 
 
 def build_opt_step(cfg: RunConfig, steps: int, norm_group) -> OptStep:

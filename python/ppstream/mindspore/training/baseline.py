@@ -20,11 +20,11 @@ def train_baseline(cfg, dp: int, steps: int, corpus=None, log: dict | None = Non
     import mindspore as ms
 
     from ppstream.mindspore.components.evaluate import should_evaluate
-    from ppstream.mindspore.groups import Group
-    from ppstream.mindspore.hsdp import HsdpState
-    from ppstream.mindspore.model import StageCell, one_hot
-    from ppstream.mindspore.rank import build_opt_step, text_data
-    from ppstream.mindspore.stage import PipelineStage
+    from ppstream.mindspore.parallel.groups import Group
+    from ppstream.mindspore.training.hsdp import HsdpState
+    from ppstream.mindspore.model.moe import StageCell, one_hot
+    from ppstream.mindspore.training.rank import build_opt_step, text_data
+    from ppstream.mindspore.training.stage import PipelineStage
 
     m, t = cfg.model, cfg.train
     n_mb = cfg.micro_batch_num
@@ -57,7 +57,7 @@ def train_baseline(cfg, dp: int, steps: int, corpus=None, log: dict | None = Non
 
 def _evaluate(stage, data, dp: int, n_mb: int, batches: int, vocab: int) -> float:
     """Mean over held-out batches 0..batches-1 of the global batch's mean loss (no graph recorded)."""
-    from ppstream.mindspore.model import one_hot
+    from ppstream.mindspore.model.moe import one_hot
     total = 0.0
     for i in range(batches):
         for d in range(dp):
@@ -73,7 +73,7 @@ def run_baseline(cfg, dp: int, steps: int, out_dir: str) -> dict:
 
     ms.set_device("CPU")
     ms.set_context(mode=ms.PYNATIVE_MODE)
-    from ppstream.mindspore.worker import cpu_settings
+    from ppstream.mindspore.launch.worker import cpu_settings
     cpu_settings()
     log: dict = {}
     losses, step_ms, params = train_baseline(cfg, dp, steps, log=log)

@@ -24,7 +24,7 @@ program; expand-world, docs/semantics.md).
 """
 from __future__ import annotations
 
-from ppstream.mindspore.groups import Group, Topology
+from ppstream.mindspore.parallel.groups import Group, Topology
 
 
 class CommPlan:
@@ -34,9 +34,9 @@ class CommPlan:
         self.shard, self.replicate = topo.shard_group(), topo.replicate_group()
         self._collective: dict[tuple[str, str], Group] = {}
         for g in (self.shard, self.replicate):
-            self._add(g, "compute")
+            self._add(g, "compute")  # outside the program (final gather) the current stream is compute
         if norm:  # OPT_STEP's gradient statistics (clipping, loss scaling) on compute
-            self._add(topo.norm_group(), "compute")  # outside the program (final gather) the current stream is compute
+            self._add(topo.norm_group(), "compute")
         for ins in program["instrs"]:
             if ins["op"] == "UNSHARD":
                 self._add(self.shard, ins["stream"])
