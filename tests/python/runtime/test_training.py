@@ -97,9 +97,8 @@ def test_clipping_schedule_and_evaluation_match_the_single_process_reference(tmp
 
 
 def test_resume_after_step_3_of_6_is_bitwise_the_uninterrupted_run(tmp_path, corpus):
-    """The uninterrupted run writes its checkpoint after step 3 and goes on (saving only reads
-    state, so the checkpoint is what a run stopped there writes); a fresh world restores it and
-    runs steps 4-6."""
+    """World 1 runs steps 1-3, writes its checkpoint and is dropped; a fresh world 2 restores
+    it and runs steps 4-6; world 0 runs all six."""
     from ppstream.mindspore.components import checkpoint
     train = {"clip_grad": 0.05, "lr_warmup_steps": 2, "lr_decay_style": "linear", "lr_warmup_init": 1.0e-4,
              "loss_scale": "dynamic", "loss_scale_window": 2, "initial_loss_scale": 1024.0}
@@ -108,11 +107,12 @@ def test_resume_after_step_3_of_6_is_bitwise_the_uninterrupted_run(tmp_path, cor
     meta = {"world": {"pp": 2, "vpp": 1, "shard": 2, "replicate": 1}, "stage_layers": [], "model": {}, "schedule": {}}
     ckpt = checkpoint.step_dir(str(tmp_path / "run"), 3)
     full, world = build_world(cfg, corpus, 6)
-    want_losses, want_recs, _ = run_steps(full, world, range(3))
-    world.run_ranks(lambda r: checkpoint.save(ckpt, 3, full[r], meta))
-    more = run_steps(full, world, range(3, 6))
-    want_losses, want_recs = want_losses + more[0], want_recs + more[1]
+    want_losses, want_recs, _ = run_steps(full, world, range(6))
     want = gathered(full, world)
+    stopped, world1 = build_world(cfg, corpus, 6)
+    run_steps(stopped, world1, range(3))
+    world1.run_ranks(lambda r: checkpoint.save(ckpt, 3, stopped[r], meta))
+    del stopped, world1
 
     resumed, world2 = build_world(cfg, corpus, 6)
     world2.run_ranks(lambda r: checkpoint.load(ckpt, resumed[r]))
