@@ -34,7 +34,7 @@ TRAIN_DEFAULTS = {
     "lr_decay_steps": 0,  # 0: the run's steps
     "clip_grad": 0.0,  # global gradient-norm clipping threshold (components/clipping.py); 0: off
     # loss scaling (components/loss_scale.py): auto = dynamic for model.dtype float16
-    "loss_scale": "auto",  # auto | dynamic | off
+    "loss_scale": "auto",  # auto | dynamic | none
     "initial_loss_scale": 65536.0,
     "min_loss_scale": 1.0,
     "loss_scale_window": 1000,

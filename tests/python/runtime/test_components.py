@@ -7,6 +7,7 @@ of a compiled program; checkpoint directory resolution and the launcher-side res
 from __future__ import annotations
 
 import json
+import re
 import math
 import os
 
@@ -66,7 +67,7 @@ def test_loss_scale_modes():
     t = {"loss_scale": "auto"}
     assert scaling_enabled(t, "float16") and not scaling_enabled(t, "float32")
     assert scaling_enabled({"loss_scale": "dynamic"}, "float32")
-    assert not scaling_enabled({"loss_scale": "off"}, "float16")
+    assert not scaling_enabled({"loss_scale": "none"}, "float16")
     with pytest.raises(LossScaleError, match="train.loss_scale='on'"):
         scaling_enabled({"loss_scale": "on"}, "float16")
     with pytest.raises(LossScaleError, match="train.min_loss_scale"):
@@ -140,3 +141,20 @@ def test_resume_checks_name_the_mismatch(tmp_path):
     os.remove(os.path.join(c3, checkpoint.shard_file(0, 1, 2)))
     with pytest.raises(checkpoint.CheckpointError, match=r"incomplete, missing s0.shard1of2.npz"):
         checkpoint.check_resumable(c3, now, steps=6)
+
+
+@pytest.mark.parametrize("key, value, match", [
+    ("lr_decay_style", "step", "train.lr_decay_style='step'"),
+    ("lr_warmup_steps", "9", "train.lr_warmup_steps=9 must be less than train.lr_decay_steps=5"),
+    ("clip_grad", "-1", "train.clip_grad=-1.0"),
+    ("loss_scale", "static", "train.loss_scale='static'"),
+    ("reduce_dtype", "int8", "train.reduce_dtype='int8'"),
+    ("eval_holdout", "1.5", "train.eval_holdout=1.5"),
+])
+def test_bad_component_settings_name_file_and_key(tmp_path, key, value, match):
+    from ppstream.mindspore.runconfig import RunConfigError, load_run_config
+    cfg = write_config(str(tmp_path / "c.yaml"), pp=2, vpp=1, layers=2, mbs=2,
+                       train={"lr_decay_style": "cosine", "steps": 5})
+    load_run_config(cfg)  # the base config is fine
+    with pytest.raises(RunConfigError, match=re.escape(f"{cfg}: {match}")):
+        load_run_config(cfg, {f"train.{key}": value})

@@ -11,14 +11,14 @@ Layout of one checkpoint, ``RUN_DIR/checkpoints/step{N}/`` (N = steps completed)
   taken: the LR schedule position), ``loss_scaler`` (its state, or null), ``data`` (the data
   position: ``{"batches": N}``, global batches consumed; the built-in text data draws step k's
   batch from ``default_rng([seed, k])``, so the position is the step), ``world``
-  (pp / vpp / shard / replicate), ``stage_layers``, ``model`` and ``schedule`` (what the shards and
-  the position mean), and ``files`` (every shard file; a checkpoint is complete when all exist).
+  (pp / vpp / shard / replicate), ``stage_layers``, ``model``, ``schedule`` and ``loss_scaling``
+  (what the shards and the position mean), and ``files`` (every shard file; a checkpoint is complete when all exist).
 
 Every file is written to a temporary name and renamed, so a crash leaves no half-written file
 under the final name. A resume (``--resume DIR``: a checkpoint directory, or a run directory,
 whose newest complete checkpoint is taken) checks in the launcher, before any worker starts,
-that the checkpoint is complete and that world, layer map, model and schedule equal the new
-run's (as Megatron's OptimizerParamScheduler refuses a changed schedule); resharding to another
+that the checkpoint is complete and that world, layer map, model, schedule and loss scaling
+(on / off) equal the new run's (as Megatron's OptimizerParamScheduler refuses a changed schedule); resharding to another
 layout is not supported. Restoring copies the float32 arrays back bit for bit, so on CPU the
 resumed steps equal an uninterrupted run's bitwise (tested).
 """
@@ -150,8 +150,8 @@ def check_resumable(ckpt: str, meta_now: dict, steps: int) -> dict:
     if missing:
         raise CheckpointError(f"--resume {ckpt}: incomplete, missing {', '.join(missing[:4])}"
                               + (f" and {len(missing) - 4} more" if len(missing) > 4 else ""))
-    for key in ("world", "stage_layers", "model", "schedule"):
-        if json.dumps(meta[key], sort_keys=True) != json.dumps(meta_now[key], sort_keys=True):
+    for key in ("world", "stage_layers", "model", "schedule", "loss_scaling"):
+        if json.dumps(meta.get(key), sort_keys=True) != json.dumps(meta_now.get(key), sort_keys=True):
             raise CheckpointError(f"--resume {ckpt}: {key} differs from this run's: checkpoint {meta[key]}, "
                                   f"now {meta_now[key]} (resuming into another {key} is not supported)")
     if meta["step"] >= steps:

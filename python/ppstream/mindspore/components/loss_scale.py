@@ -15,7 +15,7 @@ value) and counts their non-finite elements over every rank holding distinct sha
   hysteresis tracker = ``hysteresis``, scale *= 2.
 
 Settings: ``train.loss_scale`` ("auto": dynamic when model.dtype is float16, off otherwise;
-"dynamic"; "off"), ``train.initial_loss_scale`` (65536, torch.amp.GradScaler's default; Megatron's
+"dynamic"; "none"), ``train.initial_loss_scale`` (65536, torch.amp.GradScaler's default; Megatron's
 2**32 overflows a float16 gradient at once), ``train.min_loss_scale`` (1), ``train.loss_scale_window``
 (1000), ``train.hysteresis`` (2).
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 
-MODES = ("auto", "dynamic", "off")
+MODES = ("auto", "dynamic", "none")  # not "off": YAML 1.1 reads off as false
 GROWTH, BACKOFF = 2.0, 0.5  # Megatron-LM's defaults (not settings there either)
 
 

@@ -222,12 +222,14 @@ def _checkpointing(args, cfg: RunConfig, world: dict, steps: int) -> dict:
     run records about it), and with ``--resume`` the checkpoint directory and its step — checked
     here, before any worker starts (components/checkpoint.py)."""
     from ppstream.mindspore.components import checkpoint
+    from ppstream.mindspore.components.loss_scale import scaling_enabled
     from ppstream.mindspore.components.lr_schedule import LrSchedule
     if args.save_every < 0:
         raise RunConfigError(f"--save-every {args.save_every}: expected N >= 1 (or 0: never)")
     meta = {"world": {k: world[k] for k in ("pp", "vpp", "shard", "replicate")},
             "stage_layers": [list(x) for x in cfg.stage_layers], "model": cfg.model,
-            "schedule": LrSchedule.from_train(cfg.train, steps).to_json()}
+            "schedule": LrSchedule.from_train(cfg.train, steps).to_json(),
+            "loss_scaling": scaling_enabled(cfg.train, cfg.model["dtype"])}
     out = {"save_every": args.save_every, "checkpoint_meta": meta}
     if args.resume:
         ckpt = checkpoint.resolve(args.resume)
