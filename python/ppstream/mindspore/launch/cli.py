@@ -279,6 +279,9 @@ def main(argv=None) -> int:
             overrides["data_parallel.reduce_grad"] = args.reduce_grad
         cfg = load_run_config(args.config, overrides)
         core = {k: v for k, v in overrides.items() if not k.startswith(("model.", "train."))}
+        if args.baseline and (args.save_every or args.resume):
+            raise RunConfigError("--baseline runs the single-process reference from scratch; it takes no "
+                                 "--save-every / --resume")
         if args.baseline:
             import ppstream
             w = json.loads(ppstream.compile(args.config, False, "strict", core))["world"]

@@ -76,6 +76,7 @@ class Executor:
                  progress: Progress, opt=None, forward_only: bool = False):
         self.program, self.stages, self.states, self.platform = program, stages, states, platform
         self.opt, self.forward_only = opt, forward_only
+        self.label = "eval batch" if forward_only else "step"  # heartbeat: "eval batch 0 #12 …"
         self.step = -1
         self.act, self.trace, self.progress = act, trace, progress
         # per instruction index: the compute op's plan, or each P2P op's handover in a BATCH
@@ -110,7 +111,7 @@ class Executor:
 
     def _issue(self, step: int, i: int, instr: dict) -> None:
         text = instr["text"]
-        self.progress.write(f"step {step} #{i} {text}")
+        self.progress.write(f"{self.label} {step} #{i} {text}")
         self.platform.begin_instr(i, instr)
         self.index = i
         t0 = self.trace.now_us()
