@@ -1,7 +1,8 @@
 """`ppstream train --save-every` / `--resume` for real: msrun, 4 CPU ranks (PP2 × FSDP 2), MCCL.
 
-Run A trains 6 steps with clipping, a warm-up + cosine schedule and evaluation every 2 steps,
-writing sharded checkpoints after steps 3 and 6. Run B resumes from A's step-3 checkpoint with
+Run A trains 6 steps with clipping, a warm-up + cosine schedule, evaluation every 2 steps and
+bfloat16 collectives (MCCL's all_reduce / all_gather in bfloat16), writing sharded checkpoints
+after steps 3 and 6. Run B resumes from A's step-3 checkpoint with
 the same --steps 6: its steps 4-6 (losses, gradient norms, learning rates, evaluation loss) and
 final parameters equal A's bitwise. Also: a resume whose schedule differs is refused before any
 worker starts, naming the mismatch.
@@ -19,7 +20,8 @@ pytestmark = pytest.mark.multiprocess
 
 TINY = {"hidden": 8, "heads": 2, "experts": 2, "top_k": 2, "ffn": 16, "seq_len": 8}
 TRAIN = {"clip_grad": 0.05, "lr": 1.0e-2, "min_lr": 1.0e-3, "lr_warmup_steps": 2, "lr_warmup_init": 1.0e-3,
-         "lr_decay_style": "cosine", "eval_every": 2, "eval_batches": 1}
+         "lr_decay_style": "cosine", "eval_every": 2, "eval_batches": 1,
+         "reduce_dtype": "bfloat16", "all_gather_dtype": "bfloat16"}
 
 
 def _corpus(tmp_path) -> str:
