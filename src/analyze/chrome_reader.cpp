@@ -71,8 +71,7 @@ bool within_bounds(const std::string& path, const RawEvent& ev, TraceSet& set) {
   }
   const int64_t dur = ev.dur_ns.value_or(0);
   if (dur >= 0 && dur <= kMaxDurNs) return true;
-  constexpr int64_t kNamed = 5;
-  if (set.dropped_events < kNamed) {
+  if (set.dropped_events < kNamedDroppedEvents) {
     set.notes.push_back(fmt::format("{}: byte {}: event #{} '{}': \"dur\" {:.3f} µs is {}; event dropped", path,
                                     ev.offset, ev.index, ev.name, static_cast<double>(dur) / 1e3,
                                     dur < 0 ? "negative" : "longer than the 7-day bound"));
@@ -124,7 +123,9 @@ bool has_device_slices(const RankTimeline& tl) {
                      [](const Slice& s) { return s.kind != SliceKind::HOST; });
 }
 
-void merge_into(TraceSet& set, RankTimeline&& tl, const std::string& path) {
+}  // namespace
+
+void add_rank(TraceSet& set, RankTimeline&& tl, const std::string& path) {
   for (auto& existing : set.ranks) {
     if (existing.rank == tl.rank) {
       throw TraceError(fmt::format("{}: rank {} is already loaded from {}; expected one trace per "
@@ -134,6 +135,8 @@ void merge_into(TraceSet& set, RankTimeline&& tl, const std::string& path) {
   }
   set.ranks.push_back(std::move(tl));
 }
+
+namespace {
 
 // What every format asks of the scan, merged once (a key or category named twice is kept once).
 const ScanSpec& scan_spec() {
@@ -221,13 +224,13 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
       if (r == pid) tl.pp_rank = pp;
     }
     finish(tl);
-    merge_into(set, std::move(tl), path);
+    add_rank(set, std::move(tl), path);
   }
   if (has_device_slices(vendor)) {
     vendor.rank = vendor_rank(path, distributed_rank, opts, set);
     vendor.source = path;
     finish(vendor);
-    merge_into(set, std::move(vendor), path);
+    add_rank(set, std::move(vendor), path);
   } else if (ours.empty()) {
     throw TraceError(fmt::format("{}: no device lanes: {} events but none is a device-stream slice "
                                  "(expected Kineto kernels with args.stream, Ascend Hardware tasks "

@@ -16,4 +16,12 @@ struct ChromeReadOptions {
 // The file (plain or gzip) is read in chunks, one event at a time (chrome_events.h).
 void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOptions& opts);
 
+// Events dropped for an out-of-bounds duration are named in a note each, the first this many of
+// a set (then counted).
+inline constexpr int64_t kNamedDroppedEvents = 5;
+
+// Adds one rank's finished timeline to `set`; throws TraceError naming `path` and the file the
+// rank was loaded from when `set` already has it.
+void add_rank(TraceSet& set, RankTimeline&& tl, const std::string& path);
+
 }  // namespace ppstream::analyze::detail
