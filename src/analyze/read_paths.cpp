@@ -8,6 +8,7 @@
 #include "json_input.h"
 #include "json_stream.h"
 #include "ppstream/analyze/readers.h"
+#include "run_dir.h"
 
 namespace ppstream::analyze {
 namespace fs = std::filesystem;
@@ -54,6 +55,10 @@ void read_one(const fs::path& p, TraceSet& set) {
       read_ascend_dir(path, set);
       return;
     }
+    if (detail::is_train_run_dir(p)) {
+      detail::read_train_run_dir(p, set);
+      return;
+    }
     std::vector<fs::path> entries;
     for (const auto& e : fs::directory_iterator(p)) entries.push_back(e.path());
     std::sort(entries.begin(), entries.end());
@@ -69,7 +74,8 @@ void read_one(const fs::path& p, TraceSet& set) {
     }
     if (used == 0) {
       throw TraceError(fmt::format("{}: directory holds no trace (expected *.json, *.json.gz, "
-                                   "*.csv or *_ascend_pt/*_ascend_ms directories)",
+                                   "*.csv or *_ascend_pt/*_ascend_ms directories; a train run directory holds run.json "
+                                   "and programs.json)",
                                    path));
     }
     return;

@@ -142,6 +142,24 @@ def _compile_checked(args, cluster: Cluster, profile: str, core_overrides: dict[
     return ppstream.compile(args.config, True, profile, core_overrides)
 
 
+def run_layout(cfg: RunConfig, pset: dict, ranks: range) -> dict:
+    """The run's layout for run.json (docs/runtime.md "Run directory"): ``world_size``, this node's
+    ``ranks`` [first, last], ``micro_batch_num``, ``layer_stage[l]`` (the global virtual stage of
+    layer l) and ``stage_pp_rank[s]`` (the PP rank whose programs run stage s)."""
+    of_layer = {layer: s for s, (a, b) in enumerate(cfg.stage_layers) for layer in range(a, b + 1)}
+    layer_stage = [of_layer[layer] for layer in range(cfg.num_layers)]
+    stage_pp_rank: dict[int, int] = {}
+    for p in pset["programs"]:
+        for ins in p["instrs"]:
+            if ins["op"] == "F":
+                stage_pp_rank.setdefault(ins["stage"], p["pp_rank"])
+    if sorted(stage_pp_rank) != list(range(cfg.num_stages)):
+        raise RunConfigError(f"programs.json: stages {sorted(stage_pp_rank)} have a forward; expected 0..{cfg.num_stages - 1}")
+    return {"world_size": len(pset["programs"]), "ranks": [ranks.start, ranks.stop - 1],
+            "micro_batch_num": cfg.micro_batch_num, "layer_stage": layer_stage,
+            "stage_pp_rank": [stage_pp_rank[s] for s in range(cfg.num_stages)]}
+
+
 def _prepare_run_dir(run_dir: str, world: int, programs: str, run: dict) -> None:
     os.makedirs(os.path.join(run_dir, "progress"), exist_ok=True)
     for r in range(world):  # stale heartbeats from an earlier run would hide a hang
@@ -213,8 +231,10 @@ def launch(args, cfg: RunConfig, core_overrides: dict[str, str]) -> int:
     world = len(pset["programs"])
     run_dir = os.path.abspath(args.out)
     steps = args.steps if args.steps is not None else int(cfg.train["steps"])
+    ranks = cluster.local_ranks(world)
     run = {"config": cfg.to_json(), "steps": steps, "device": device, "record": args.record,
-           "profile": args.profile, "straggle": _straggle(args.straggle), "verified_under": profile}
+           "profile": args.profile, "straggle": _straggle(args.straggle), "verified_under": profile,
+           **run_layout(cfg, pset, ranks)}
     _prepare_run_dir(run_dir, world, programs, run)
     w = pset["world"]
     print(f"ppstream train: {world} ranks (pp={w['pp']} vpp={w['vpp']} shard={w['shard']} replicate={w['replicate']}, "
@@ -224,7 +244,6 @@ def launch(args, cfg: RunConfig, core_overrides: dict[str, str]) -> int:
     cmd = msrun_command(_find_msrun(env), cluster, world, WORKER, run_dir)
     log_dir = cluster.log_dir or os.path.join(run_dir, "msrun_log")
     loss_rank = (w["pp"] - 1) * w["shard"] * w["replicate"]
-    ranks = cluster.local_ranks(world)
     t0 = time.monotonic()
     code = run_msrun(cmd, env, os.path.join(run_dir, "msrun.out"), args.timeout,
                      LogFollower(os.path.join(log_dir, f"worker_{loss_rank}.log")) if loss_rank in ranks else None)

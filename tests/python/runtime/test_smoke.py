@@ -1,8 +1,8 @@
 """scripts/ascend_smoke.sh end to end on CPU (the Ascend node's one command, device aside).
 
-``test_ascend_smoke_on_cpu`` NEEDS THE ANALYZER BRANCH (``ppstream analyze RUN_DIR`` reading a
-train run directory with MindSpore's CPU profiler output); the evidence check from our own
-traces does not. 4 runs x 8 ranks, 2 steps, a tiny model.
+``test_ascend_smoke_on_cpu``: ``ppstream analyze RUN_DIR`` and ``ppstream diff RUN_A RUN_B`` on the
+train run directories (host traces and MindSpore's CPU profiler output). 4 runs x 8 ranks, 2
+steps, a tiny model.
 """
 from __future__ import annotations
 
