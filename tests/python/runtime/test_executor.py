@@ -16,9 +16,9 @@ import pytest
 
 import ppstream
 from conftest import write_config
-from ppstream.mindspore import model as model_module
-from ppstream.mindspore.groups import Topology
-from ppstream.mindspore.platform_base import DEVICE_PROFILES, KNOWN_PROFILES, Platform
+from ppstream.mindspore.model import moe as model_module
+from ppstream.mindspore.parallel.groups import Topology
+from ppstream.mindspore.platforms.base import DEVICE_PROFILES, KNOWN_PROFILES, Platform
 from ppstream.mindspore.runconfig import load_run_config
 
 STEPS = 2
@@ -34,7 +34,7 @@ LAYOUTS = {
 @pytest.fixture(scope="module", autouse=True)
 def mindspore_cpu():
     import mindspore as ms
-    from ppstream.mindspore.worker import cpu_settings
+    from ppstream.mindspore.launch.worker import cpu_settings
     ms.set_device("CPU")
     ms.set_context(mode=ms.PYNATIVE_MODE)
     cpu_settings()
@@ -53,8 +53,8 @@ def _config(tmp_path, name: str) -> str:
 
 def run_fake(config: str, corpus, steps: int = STEPS, wrap=None):
     """Runs every rank of the config's expanded programs on one FakeWorld; returns (runtimes, losses per step)."""
-    from ppstream.mindspore.platform_fake import FakePlatform, FakeWorld
-    from ppstream.mindspore.rank import RankRuntime
+    from ppstream.mindspore.platforms.fake import FakePlatform, FakeWorld
+    from ppstream.mindspore.training.rank import RankRuntime
 
     cfg = load_run_config(config)
     pset = json.loads(ppstream.compile(config, True, FakePlatform.profile))
@@ -85,7 +85,7 @@ _baselines: dict = {}
 
 
 def baseline(config: str, corpus):
-    from ppstream.mindspore.baseline import train_baseline
+    from ppstream.mindspore.training.baseline import train_baseline
     cfg = load_run_config(config)
     w = json.loads(ppstream.compile(config, False, "strict"))["world"]
     key = (cfg.num_layers, cfg.micro_batch_num, w["shard"] * w["replicate"])
@@ -146,9 +146,9 @@ def test_async_and_inline_bitwise_identical(tmp_path, corpus):
 
 
 def test_straggler_wrapper_delays_only_reductions(tmp_path, corpus, monkeypatch):
-    from ppstream.mindspore import platform_straggler
-    from ppstream.mindspore.platform_recording import RecordingPlatform
-    from ppstream.mindspore.platform_straggler import StragglerPlatform
+    from ppstream.mindspore.platforms import straggler as platform_straggler
+    from ppstream.mindspore.platforms.recording import RecordingPlatform
+    from ppstream.mindspore.platforms.straggler import StragglerPlatform
     slept: list[tuple[int, float]] = []
     monkeypatch.setattr(platform_straggler.time, "sleep", lambda s: slept.append(s))
 
@@ -168,9 +168,9 @@ def test_straggler_wrapper_delays_only_reductions(tmp_path, corpus, monkeypatch)
 
 
 def test_platform_is_abstract_and_names_a_cpp_profile(tmp_path):
-    from ppstream.mindspore.platform_ascend import AscendPlatform
-    from ppstream.mindspore.platform_cpu import CpuPlatform
-    from ppstream.mindspore.platform_fake import FakePlatform
+    from ppstream.mindspore.platforms.ascend import AscendPlatform
+    from ppstream.mindspore.platforms.cpu import CpuPlatform
+    from ppstream.mindspore.platforms.fake import FakePlatform
 
     with pytest.raises(TypeError):
         Platform()  # abstract: no transport
@@ -189,9 +189,9 @@ def test_platform_is_abstract_and_names_a_cpp_profile(tmp_path):
 
 
 def test_fake_world_names_a_deadlocked_rank(corpus):
-    from ppstream.mindspore.groups import Group
-    from ppstream.mindspore.platform_base import P2P
-    from ppstream.mindspore.platform_fake import FakePlatform, FakeWorld
+    from ppstream.mindspore.parallel.groups import Group
+    from ppstream.mindspore.platforms.base import P2P
+    from ppstream.mindspore.platforms.fake import FakePlatform, FakeWorld
     import mindspore as ms
     world = FakeWorld(2, timeout_s=0.5)
     plats = [FakePlatform(world, r) for r in range(2)]

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import mindspore as ms
 
-from ppstream.mindspore.commplan import CommPlan
-from ppstream.mindspore.data import TextData, load_corpus
-from ppstream.mindspore.executor import ActivationSpec, Executor, Progress
-from ppstream.mindspore.groups import Topology
-from ppstream.mindspore.hsdp import HsdpState
-from ppstream.mindspore.model import StageCell, activation_spec, one_hot
-from ppstream.mindspore.platform_base import Platform
+from ppstream.mindspore.parallel.commplan import CommPlan
+from ppstream.mindspore.data.text import TextData, load_corpus
+from ppstream.mindspore.training.executor import ActivationSpec, Executor, Progress
+from ppstream.mindspore.parallel.groups import Topology
+from ppstream.mindspore.training.hsdp import HsdpState
+from ppstream.mindspore.model.moe import StageCell, activation_spec, one_hot
+from ppstream.mindspore.platforms.base import Platform
 from ppstream.mindspore.runconfig import RunConfig
-from ppstream.mindspore.stage import PipelineStage
-from ppstream.mindspore.trace import HostTrace
+from ppstream.mindspore.training.stage import PipelineStage
+from ppstream.mindspore.training.trace import HostTrace
 
 
 class RankRuntime:

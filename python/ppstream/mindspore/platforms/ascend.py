@@ -25,10 +25,10 @@ import mindspore.mint.distributed as dist
 from mindspore import ops
 from mindspore.communication import create_group
 
-from ppstream.mindspore.commplan import CommPlan
-from ppstream.mindspore.groups import Group
-from ppstream.mindspore.launch import COMM_STREAM_MODE, COMM_STREAM_PROFILES
-from ppstream.mindspore.platform_base import P2P, Platform
+from ppstream.mindspore.parallel.commplan import CommPlan
+from ppstream.mindspore.parallel.groups import Group
+from ppstream.mindspore.launch.msrun import COMM_STREAM_MODE, COMM_STREAM_PROFILES
+from ppstream.mindspore.platforms.base import P2P, Platform
 
 
 class AscendPlatform(Platform):

@@ -22,7 +22,7 @@ program; expand-world, docs/semantics.md).
 """
 from __future__ import annotations
 
-from ppstream.mindspore.groups import Group, Topology
+from ppstream.mindspore.parallel.groups import Group, Topology
 
 
 class CommPlan:

@@ -18,10 +18,10 @@ from typing import Callable
 import mindspore as ms
 
 from ppstream import _core
-from ppstream.mindspore.hsdp import HsdpState
-from ppstream.mindspore.platform_base import P2P, Platform
-from ppstream.mindspore.stage import PipelineStage
-from ppstream.mindspore.trace import HostTrace
+from ppstream.mindspore.training.hsdp import HsdpState
+from ppstream.mindspore.platforms.base import P2P, Platform
+from ppstream.mindspore.training.stage import PipelineStage
+from ppstream.mindspore.training.trace import HostTrace
 
 
 class Progress:

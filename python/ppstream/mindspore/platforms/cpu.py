@@ -18,9 +18,9 @@ import mindspore.mint.distributed as dist
 from mindspore import ops
 from mindspore.communication import GlobalComm, create_group
 
-from ppstream.mindspore.commplan import CommPlan
-from ppstream.mindspore.groups import Group
-from ppstream.mindspore.platform_base import P2P, Platform
+from ppstream.mindspore.parallel.commplan import CommPlan
+from ppstream.mindspore.parallel.groups import Group
+from ppstream.mindspore.platforms.base import P2P, Platform
 
 
 class CpuPlatform(Platform):

@@ -9,10 +9,10 @@ its ``name`` *is* that profile name. The base counts every call by ``tag``
 ("REDUCE_GRAD s3 reduce_scatter", "BATCH SEND_F") in ``counts`` and skips size-1 groups, so a
 platform implements only the ``_``-prefixed transport.
 
-Implementations: ``platform_cpu`` (MCCL, synchronous: ``cpu-serial``), ``platform_ascend``
-(streams, events, async collectives: ``ascend-mindspore``), ``platform_fake`` (in-process
-ranks for tests: ``cpu-serial``); wrappers (``PlatformWrapper``): ``platform_recording`` (logs
-the stream of every call) and ``platform_straggler`` (delays a rank's reductions).
+Implementations: ``platforms.cpu`` (MCCL, synchronous: ``cpu-serial``), ``platforms.ascend``
+(streams, events, async collectives: ``ascend-mindspore``), ``platforms.fake`` (in-process
+ranks for tests: ``cpu-serial``); wrappers (``PlatformWrapper``): ``platforms.recording`` (logs
+the stream of every call) and ``platforms.straggler`` (delays a rank's reductions).
 """
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ import contextlib
 from typing import Iterator, Optional
 
 from ppstream import _core
-from ppstream.mindspore.commplan import CommPlan
-from ppstream.mindspore.groups import Group
-from ppstream.mindspore.launch import COMM_STREAM_MODE, COMM_STREAM_PROFILES
+from ppstream.mindspore.parallel.commplan import CommPlan
+from ppstream.mindspore.parallel.groups import Group
+from ppstream.mindspore.launch.msrun import COMM_STREAM_MODE, COMM_STREAM_PROFILES
 
 # The engine's profile names (src/engine/platform.cpp), so the two lists cannot drift.
 KNOWN_PROFILES = tuple(_core.platform_profiles())

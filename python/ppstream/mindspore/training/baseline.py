@@ -15,11 +15,11 @@ def train_baseline(cfg, dp: int, steps: int, corpus=None) -> tuple[list[float], 
     """(loss per step, step ms, final parameters {name: array}); MindSpore must be set up."""
     import mindspore as ms
 
-    from ppstream.mindspore.data import TextData, load_corpus
-    from ppstream.mindspore.groups import Group
-    from ppstream.mindspore.hsdp import HsdpState
-    from ppstream.mindspore.model import StageCell, one_hot
-    from ppstream.mindspore.stage import PipelineStage
+    from ppstream.mindspore.data.text import TextData, load_corpus
+    from ppstream.mindspore.parallel.groups import Group
+    from ppstream.mindspore.training.hsdp import HsdpState
+    from ppstream.mindspore.model.moe import StageCell, one_hot
+    from ppstream.mindspore.training.stage import PipelineStage
 
     m, t = cfg.model, cfg.train
     n_mb = cfg.micro_batch_num
@@ -51,7 +51,7 @@ def run_baseline(cfg, dp: int, steps: int, out_dir: str) -> dict:
 
     ms.set_device("CPU")
     ms.set_context(mode=ms.PYNATIVE_MODE)
-    from ppstream.mindspore.worker import cpu_settings
+    from ppstream.mindspore.launch.worker import cpu_settings
     cpu_settings()
     losses, step_ms, params = train_baseline(cfg, dp, steps)
     for step, (loss, ms_) in enumerate(zip(losses, step_ms)):

@@ -15,9 +15,9 @@ import numpy as np
 import mindspore as ms
 from mindspore import ops
 
-from ppstream.mindspore.groups import Group
-from ppstream.mindspore.optim import AdamW
-from ppstream.mindspore.stage import PipelineStage
+from ppstream.mindspore.parallel.groups import Group
+from ppstream.mindspore.training.optim import AdamW
+from ppstream.mindspore.training.stage import PipelineStage
 
 
 class HsdpState:

@@ -22,9 +22,9 @@ from typing import Callable, Iterator
 
 from mindspore import ops
 
-from ppstream.mindspore.commplan import CommPlan
-from ppstream.mindspore.groups import Group
-from ppstream.mindspore.platform_base import P2P, Platform
+from ppstream.mindspore.parallel.commplan import CommPlan
+from ppstream.mindspore.parallel.groups import Group
+from ppstream.mindspore.platforms.base import P2P, Platform
 
 
 class FakeWorld:

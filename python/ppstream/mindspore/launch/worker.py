@@ -21,24 +21,24 @@ import time
 if __name__ == "__main__":
     if __package__ in (None, ""):
         # Run as a file by msrun: make the ppstream package importable.
-        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    from ppstream.mindspore.launch import die_with_parent
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    from ppstream.mindspore.launch.msrun import die_with_parent
     die_with_parent()
 
 
 def choose_platform(device: str, record: bool, straggle_ms: float):
     """The rank's platform: the device's, wrapped by the straggler and recording platforms."""
     if device == "ascend":
-        from ppstream.mindspore.platform_ascend import AscendPlatform
+        from ppstream.mindspore.platforms.ascend import AscendPlatform
         plat = AscendPlatform()
     else:
-        from ppstream.mindspore.platform_cpu import CpuPlatform
+        from ppstream.mindspore.platforms.cpu import CpuPlatform
         plat = CpuPlatform()
     if straggle_ms > 0:
-        from ppstream.mindspore.platform_straggler import StragglerPlatform
+        from ppstream.mindspore.platforms.straggler import StragglerPlatform
         plat = StragglerPlatform(plat, straggle_ms)
     if record:
-        from ppstream.mindspore.platform_recording import RecordingPlatform
+        from ppstream.mindspore.platforms.recording import RecordingPlatform
         plat = RecordingPlatform(plat)
     return plat
 
@@ -56,7 +56,7 @@ def init_mindspore(device: str) -> int:
     import mindspore as ms
     from mindspore.communication import get_rank, init
     if device == "ascend":
-        from ppstream.mindspore.launch import check_runtime_conf
+        from ppstream.mindspore.launch.msrun import check_runtime_conf
         check_runtime_conf(os.environ.get("MS_DEV_RUNTIME_CONF", ""))
     ms.set_device("Ascend" if device == "ascend" else "CPU")
     ms.set_context(mode=ms.PYNATIVE_MODE)
@@ -114,8 +114,8 @@ def read_json(run_dir: str, name: str) -> dict:
 def build_rank(run: dict, pset: dict, rank: int, progress):
     """Platform and world setup: this rank's topology, program and platform (which must be the
     one the programs were verified under), then its RankRuntime. Returns (runtime, platform)."""
-    from ppstream.mindspore.groups import Topology
-    from ppstream.mindspore.rank import RankRuntime
+    from ppstream.mindspore.parallel.groups import Topology
+    from ppstream.mindspore.training.rank import RankRuntime
     from ppstream.mindspore.runconfig import RunConfig
 
     w = pset["world"]
@@ -135,8 +135,8 @@ def build_rank(run: dict, pset: dict, rank: int, progress):
 def main(run_dir: str) -> int:
     """One rank, in named steps: read run.json, start MindSpore, build_rank (platform and world),
     train_loop (the steps), write_outputs (results); progress marks each for the launcher."""
-    from ppstream.mindspore.executor import Progress
-    from ppstream.mindspore.profiling import StepProfiler
+    from ppstream.mindspore.training.executor import Progress
+    from ppstream.mindspore.training.profiling import StepProfiler
 
     run = read_json(run_dir, "run.json")
     rank = init_mindspore(run["device"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from ppstream.mindspore.platform_base import PlatformWrapper
+from ppstream.mindspore.platforms.base import PlatformWrapper
 
 
 class StragglerPlatform(PlatformWrapper):

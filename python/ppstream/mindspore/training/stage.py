@@ -18,7 +18,7 @@ from __future__ import annotations
 import mindspore as ms
 from mindspore import ops
 
-from ppstream.mindspore.model import StageCell
+from ppstream.mindspore.model.moe import StageCell
 
 
 class PipelineStage:

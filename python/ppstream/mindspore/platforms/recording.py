@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from ppstream.mindspore.groups import Group
-from ppstream.mindspore.platform_base import P2P, PlatformWrapper
+from ppstream.mindspore.parallel.groups import Group
+from ppstream.mindspore.platforms.base import P2P, PlatformWrapper
 
 
 class RecordingPlatform(PlatformWrapper):
