@@ -41,7 +41,7 @@ for layout in fsdp4 hsdp2x2; do
   echo "== $layout: ppstream analyze (async run directory: host traces and profiler output) =="
   "$PPSTREAM" analyze "$OUT/$layout-async" | tee "$OUT/$layout-async.analyze.txt"
   echo "== $layout: ppstream analyze (async, MindSpore profiler output) =="
-  "$PPSTREAM" analyze "$OUT/$layout-async"/rank*/profile/*_ascend_ms | tee "$OUT/$layout-async.profile.txt"
+  "$PPSTREAM" analyze "$OUT/$layout-async/profile" | tee "$OUT/$layout-async.profile.txt"
   echo "== $layout: ppstream diff inline async (run directories) =="
   "$PPSTREAM" diff "$OUT/$layout-inline" "$OUT/$layout-async" | tee "$OUT/$layout.diff.txt"
 done

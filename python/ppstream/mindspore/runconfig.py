@@ -26,6 +26,7 @@ TRAIN_DEFAULTS = {
     "seed": 1234,
     "data": "/usr/share/games/fortunes",
     "recompute": False,  # True: backward reruns the stage's forward (keeps only stage inputs)
+    "hccl_buffer_size": 0,  # MB per communication group on Ascend; 0: HCCL_BUFFSIZE / HCCL's 200 (docs/runtime.md)
 }
 
 
@@ -123,6 +124,9 @@ def load_run_config(path: str, overrides: dict[str, str] | None = None) -> RunCo
         raise RunConfigError(f"{path}: model.dtype={model['dtype']!r}: expected one of {', '.join(MODEL_DTYPES)}")
     if not 1 <= model["top_k"] <= model["experts"]:
         raise RunConfigError(f"{path}: model.top_k={model['top_k']} must be in 1..model.experts={model['experts']}")
+    if train["hccl_buffer_size"] < 0:
+        raise RunConfigError(f"{path}: train.hccl_buffer_size={train['hccl_buffer_size']}: expected MB >= 1, or 0 "
+                             "for HCCL's own size (HCCL_BUFFSIZE, default 200)")
     layers = [tuple(x) for x in core["stage_layers"]]
     return RunConfig(core["pipeline_parallel_size"], core["pipeline_parallel_interleave_num"],
                      core["micro_batch_num"], layers, model, train)

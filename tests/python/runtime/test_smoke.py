@@ -64,7 +64,7 @@ def test_async_issues_every_send_b_before_its_reduction_ends_inline_does_not(smo
         assert ev_i and not any(ev_i.values()), (layout, ev_i)  # inline: the reduction ends first
         # MindSpore's profiler wrote its output on every rank (first step skipped by the schedule)
         for r in range(8):
-            views = glob.glob(os.path.join(run_a, f"rank{r}", "profile", f"rank{r}_*_ascend_ms",
+            views = glob.glob(os.path.join(run_a, "profile", f"rank{r}_*_ascend_ms",
                                            "ASCEND_PROFILER_OUTPUT", "trace_view.json"))
             assert len(views) == 1, (layout, r)
 

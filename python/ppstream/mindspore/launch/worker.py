@@ -5,7 +5,8 @@ RUN_DIR/programs.json the verified program set. Writes RUN_DIR/progress/rank{r}.
 every instruction, and at the end RUN_DIR/rank{r}/result.json (losses, collective counts,
 forward runs, step times, peak RSS), trace.json (host Chrome trace), params.npz (gathered full
 parameters, shard index 0 only), with ``--record`` record.json, with ``--profile`` MindSpore's
-profiler output under RUN_DIR/rank{r}/profile/.
+profiler output under RUN_DIR/profile/ (``rank{r}_<pid>_<time>_ascend_ms``; every rank's in one
+directory, which ``ppstream analyze RUN_DIR/profile`` reads).
 
 The process dies with its parent (``PR_SET_PDEATHSIG``): msrun starts workers in their own
 sessions, so without this a killed launcher would leave them running.
@@ -26,11 +27,11 @@ if __name__ == "__main__":
     die_with_parent()
 
 
-def choose_platform(device: str, record: bool, straggle_ms: float):
+def choose_platform(device: str, record: bool, straggle_ms: float, hccl_buffer_size_mb: int = 0):
     """The rank's platform: the device's, wrapped by the straggler and recording platforms."""
     if device == "ascend":
         from ppstream.mindspore.platforms.ascend import AscendPlatform
-        plat = AscendPlatform()
+        plat = AscendPlatform(hccl_buffer_size_mb)
     else:
         from ppstream.mindspore.platforms.cpu import CpuPlatform
         plat = CpuPlatform()
@@ -122,7 +123,8 @@ def build_rank(run: dict, pset: dict, rank: int, progress):
     topo = Topology(w["pp"], w["vpp"], w["shard"], w["replicate"], rank)
     program = next(p for p in pset["programs"] if p["rank"] == rank)
     platform = choose_platform(run["device"], run.get("record", False),
-                               float(run.get("straggle", {}).get(str(rank), 0.0)))
+                               float(run.get("straggle", {}).get(str(rank), 0.0)),
+                               int(run["config"]["train"]["hccl_buffer_size"]))
     if platform.profile != run["verified_under"]:
         raise RuntimeError(f"platform {platform.label} needs programs verified under {platform.profile}, "
                            f"these were verified under {run['verified_under']}")
@@ -145,7 +147,7 @@ def main(run_dir: str) -> int:
     out_dir = os.path.join(run_dir, f"rank{rank}")
     os.makedirs(out_dir, exist_ok=True)
     rt, platform = build_rank(run, read_json(run_dir, "programs.json"), rank, progress)
-    profiler = StepProfiler(os.path.join(out_dir, "profile") if run.get("profile") else None, run["steps"], rank)
+    profiler = StepProfiler(os.path.join(run_dir, "profile") if run.get("profile") else None, run["steps"], rank)
     losses, step_ms = train_loop(rt, run["steps"], profiler, rank)
     progress.write("final gather")
     write_outputs(out_dir, rt, platform, run.get("record", False), losses, step_ms)

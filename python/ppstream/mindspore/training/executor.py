@@ -9,7 +9,9 @@ producer (or its RECV) to its consumer (or its SEND). A neighbour on the same ra
 VPP) therefore hands over directly through the map. The stage's own stash (its recorded
 forward) stays in ``PipelineStage``. No threads: the host issues in program order; overlap
 comes only from device streams. The last stage's losses are summed on the device; the host
-reads the sum once, after the step's ``synchronize``.
+reads the sum once, after the step's ``synchronize``. Every RECORD, WAIT and the synchronize are
+also told to the platform's ``holds``, which keep the buffers of side-stream communication alive
+until the event that ends it has been waited (platforms/holds.py).
 """
 from __future__ import annotations
 
@@ -98,6 +100,7 @@ class Executor:
         for i, instr in enumerate(self.program["instrs"]):
             self._issue(step, i, instr)
         self.platform.synchronize()
+        self.platform.holds.synchronized()  # the device is idle: nothing is in use any more
         self._check_drained(step)
         loss = None if self.loss_sum is None else float(self.loss_sum.asnumpy())
         self.trace.step(step, t0, self.trace.now_us())
@@ -167,9 +170,11 @@ class Executor:
     # -- events -----------------------------------------------------------------------------
     def _op_RECORD(self, instr: dict) -> None:
         self.platform.record(instr["event"])
+        self.platform.holds.recorded(instr["event"], instr["stream"])
 
     def _op_WAIT(self, instr: dict) -> None:
         self.platform.wait(instr["event"])
+        self.platform.holds.waited(instr["event"], instr["stream"])  # what the event ends may be freed now
 
     # -- HSDP -------------------------------------------------------------------------------
     def _op_UNSHARD(self, instr: dict) -> None:
