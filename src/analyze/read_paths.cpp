@@ -9,6 +9,7 @@
 #include "json_stream.h"
 #include "read_parallel.h"
 #include "ppstream/analyze/readers.h"
+#include "run_dir.h"
 
 namespace ppstream::analyze {
 namespace fs = std::filesystem;
@@ -52,7 +53,7 @@ bool is_ascend_dir(const fs::path& p) {
 // (missing path, directory without traces) is an error thrown when its turn comes, so the first
 // error is the same as when reading path after path.
 struct Input {
-  enum Kind { ASCEND_DIR, CSV, JSON, ERROR } kind;
+  enum Kind { ASCEND_DIR, TRAIN_RUN_DIR, CSV, JSON, ERROR } kind;
   std::string path;  // ERROR: the message
 };
 
@@ -61,6 +62,10 @@ void expand(const fs::path& p, std::vector<Input>& out) {
   if (fs::is_directory(p)) {
     if (is_ascend_dir(p)) {
       out.push_back({Input::ASCEND_DIR, path});
+      return;
+    }
+    if (detail::is_train_run_dir(p)) {
+      out.push_back({Input::TRAIN_RUN_DIR, path});
       return;
     }
     std::vector<fs::path> entries;
@@ -78,7 +83,8 @@ void expand(const fs::path& p, std::vector<Input>& out) {
     }
     if (used == 0) {
       out.push_back({Input::ERROR, fmt::format("{}: directory holds no trace (expected *.json, *.json.gz, "
-                                               "*.csv or *_ascend_pt/*_ascend_ms directories)",
+                                               "*.csv or *_ascend_pt/*_ascend_ms directories; a train run directory "
+                                               "holds run.json and programs.json)",
                                                path)});
     }
     return;
@@ -99,6 +105,7 @@ void read_inputs(const std::vector<Input>& inputs, TraceSet& set, unsigned threa
     }
     switch (in.kind) {
       case Input::ASCEND_DIR: read_ascend_dir(in.path, set); break;
+      case Input::TRAIN_RUN_DIR: detail::read_train_run_dir(in.path, set); break;
       case Input::CSV: read_step_trace_csv(in.path, "unknown", set); break;
       case Input::ERROR: throw TraceError(in.path);
       case Input::JSON: break;

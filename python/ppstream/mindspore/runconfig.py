@@ -46,6 +46,7 @@ TRAIN_DEFAULTS = {
     "eval_every": 0,  # 0: off
     "eval_batches": 2,
     "eval_holdout": 0.1,  # fraction of the built-in text corpus held out (only with eval_every > 0)
+    "hccl_buffer_size": 0,  # MB per communication group on Ascend; 0: HCCL_BUFFSIZE / HCCL's 200 (docs/runtime.md)
 }
 
 
@@ -162,6 +163,9 @@ def load_run_config(path: str, overrides: dict[str, str] | None = None) -> RunCo
     if not 1 <= model["top_k"] <= model["experts"]:
         raise RunConfigError(f"{path}: model.top_k={model['top_k']} must be in 1..model.experts={model['experts']}")
     _check_components(path, train, model)
+    if train["hccl_buffer_size"] < 0:
+        raise RunConfigError(f"{path}: train.hccl_buffer_size={train['hccl_buffer_size']}: expected MB >= 1, or 0 "
+                             "for HCCL's own size (HCCL_BUFFSIZE, default 200)")
     layers = [tuple(x) for x in core["stage_layers"]]
     return RunConfig(core["pipeline_parallel_size"], core["pipeline_parallel_interleave_num"],
                      core["micro_batch_num"], layers, model, train)

@@ -23,6 +23,7 @@ import time
 
 from ppstream.mindspore.launch.msrun import (Cluster, LogFollower, WorldTooLarge, check_world, default_local_workers,
                                        msrun_command, run_msrun, runtime_conf)
+from ppstream.mindspore.parallel.comm_memory import comm_memory, env_buffsize_mb
 from ppstream.mindspore.platforms.base import DEVICE_PROFILES
 from ppstream.mindspore.runconfig import CPU_DTYPES, RunConfig, RunConfigError, load_run_config
 
@@ -41,7 +42,7 @@ def parse_args(argv):
                     help="delay RANK's every gradient reduction by MS milliseconds")
     ap.add_argument("--record", action="store_true", help="log the stream of every call (record.json per rank)")
     ap.add_argument("--profile", action="store_true",
-                    help="MindSpore's profiler on every rank (RUN_DIR/rank{r}/profile/), first step skipped")
+                    help="MindSpore's profiler on every rank (RUN_DIR/profile/), first step skipped")
     ap.add_argument("--device", choices=["auto", "cpu", "ascend"], default="auto")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds before the job is killed (default 600)")
     ap.add_argument("--baseline", action="store_true", help="run the single-process non-pipelined reference")
@@ -150,12 +151,32 @@ def _compile_checked(args, cluster: Cluster, profile: str, core_overrides: dict[
     return ppstream.compile(args.config, True, profile, core_overrides)
 
 
+def run_layout(cfg: RunConfig, pset: dict, ranks: range) -> dict:
+    """The run's layout for run.json (docs/runtime.md "Run directory"): ``world_size``, this node's
+    ``ranks`` [first, last], ``micro_batch_num``, ``layer_stage[l]`` (the global virtual stage of
+    layer l) and ``stage_pp_rank[s]`` (the PP rank whose programs run stage s)."""
+    of_layer = {layer: s for s, (a, b) in enumerate(cfg.stage_layers) for layer in range(a, b + 1)}
+    layer_stage = [of_layer[layer] for layer in range(cfg.num_layers)]
+    stage_pp_rank: dict[int, int] = {}
+    for p in pset["programs"]:
+        for ins in p["instrs"]:
+            if ins["op"] == "F":
+                stage_pp_rank.setdefault(ins["stage"], p["pp_rank"])
+    if sorted(stage_pp_rank) != list(range(cfg.num_stages)):
+        raise RunConfigError(f"programs.json: stages {sorted(stage_pp_rank)} have a forward; expected 0..{cfg.num_stages - 1}")
+    return {"world_size": len(pset["programs"]), "ranks": [ranks.start, ranks.stop - 1],
+            "micro_batch_num": cfg.micro_batch_num, "layer_stage": layer_stage,
+            "stage_pp_rank": [stage_pp_rank[s] for s in range(cfg.num_stages)]}
+
+
 def _prepare_run_dir(run_dir: str, world: int, programs: str, run: dict) -> None:
     os.makedirs(os.path.join(run_dir, "progress"), exist_ok=True)
     for r in range(world):  # stale heartbeats from an earlier run would hide a hang
         p = os.path.join(run_dir, "progress", f"rank{r}.txt")
         if os.path.exists(p):
             os.remove(p)
+    # an earlier profiled run's output would be read as a second trace of each rank
+    shutil.rmtree(os.path.join(run_dir, "profile"), ignore_errors=True)
     with open(os.path.join(run_dir, "programs.json"), "w", encoding="utf-8") as f:
         f.write(programs)
     with open(os.path.join(run_dir, "run.json"), "w", encoding="utf-8") as f:
@@ -245,6 +266,9 @@ def launch(args, cfg: RunConfig, core_overrides: dict[str, str]) -> int:
     if device == "cpu" and cfg.model["dtype"] not in CPU_DTYPES:
         raise RunConfigError(f"{args.config}: model.dtype={cfg.model['dtype']} is not supported on CPU (MindSpore 2.10's "
                              f"CPU MatMul has no bfloat16 kernel); use {' or '.join(CPU_DTYPES)}, or --device ascend")
+    if device == "cpu" and cfg.train["hccl_buffer_size"]:
+        raise RunConfigError(f"{args.config}: train.hccl_buffer_size={cfg.train['hccl_buffer_size']} sizes HCCL's "
+                             "buffers on Ascend; MCCL on CPU has none (leave it 0, or --device ascend)")
     profile = DEVICE_PROFILES[device]
     cluster = cluster_from_args(args, device)
     programs = _compile_checked(args, cluster, profile, core_overrides)
@@ -252,19 +276,25 @@ def launch(args, cfg: RunConfig, core_overrides: dict[str, str]) -> int:
     world = len(pset["programs"])
     run_dir = os.path.abspath(args.out)
     steps = args.steps if args.steps is not None else int(cfg.train["steps"])
+    ranks = cluster.local_ranks(world)
     run = {"config": cfg.to_json(), "steps": steps, "device": device, "record": args.record,
            "profile": args.profile, "straggle": _straggle(args.straggle), "verified_under": profile,
-           **_checkpointing(args, cfg, pset["world"], steps)}
+           **_checkpointing(args, cfg, pset["world"], steps), **run_layout(cfg, pset, ranks),
+           "comm": comm_memory(pset, ranks, cfg.train["hccl_buffer_size"], env_buffsize_mb(os.environ))}
     _prepare_run_dir(run_dir, world, programs, run)
     w = pset["world"]
     print(f"ppstream train: {world} ranks (pp={w['pp']} vpp={w['vpp']} shard={w['shard']} replicate={w['replicate']}, "
           f"{pset['mode']} {pset['policy']}), device {device}, programs verified under {profile}, run dir {run_dir}",
           flush=True)
+    if device == "ascend":
+        c = run["comm"]
+        print(f"ppstream train: HCCL: up to {max(c['groups'])} communication groups per rank (world included), "
+              f"reserving up to {max(c['reserved_mb'])} MB of device memory per rank (2 x buffer each; "
+              f"train.hccl_buffer_size={c['hccl_buffer_size_mb']}, HCCL_BUFFSIZE={c['world_buffer_mb']})", flush=True)
     env = _msrun_env(device)
     cmd = msrun_command(_find_msrun(env), cluster, world, WORKER, run_dir)
     log_dir = cluster.log_dir or os.path.join(run_dir, "msrun_log")
     loss_rank = (w["pp"] - 1) * w["shard"] * w["replicate"]
-    ranks = cluster.local_ranks(world)
     t0 = time.monotonic()
     code = run_msrun(cmd, env, os.path.join(run_dir, "msrun.out"), args.timeout,
                      LogFollower(os.path.join(log_dir, f"worker_{loss_rank}.log")) if loss_rank in ranks else None)

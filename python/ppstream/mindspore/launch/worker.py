@@ -5,9 +5,10 @@ RUN_DIR/programs.json the verified program set. Writes RUN_DIR/progress/rank{r}.
 every instruction, and at the end RUN_DIR/rank{r}/result.json (losses, collective counts,
 forward runs, step times, peak RSS, the optimizer step's figures, evaluation losses), trace.json
 (host Chrome trace), params.npz (gathered full parameters, shard index 0 only), with ``--record``
-record.json, with ``--profile`` MindSpore's profiler output under RUN_DIR/rank{r}/profile/; with
-``--save-every N`` its part of RUN_DIR/checkpoints/step{k}/ every N steps; with ``--resume`` it
-first restores the checkpoint named in run.json (components/checkpoint.py).
+record.json, with ``--profile`` MindSpore's profiler output under RUN_DIR/profile/
+(``rank{r}_<pid>_<time>_ascend_ms``; every rank's in one directory, which ``ppstream analyze
+RUN_DIR/profile`` reads); with ``--save-every N`` its part of RUN_DIR/checkpoints/step{k}/ every N
+steps; with ``--resume`` it first restores the checkpoint named in run.json (components/checkpoint.py).
 
 The process dies with its parent (``PR_SET_PDEATHSIG``): msrun starts workers in their own
 sessions, so without this a killed launcher would leave them running.
@@ -28,11 +29,11 @@ if __name__ == "__main__":
     die_with_parent()
 
 
-def choose_platform(device: str, record: bool, straggle_ms: float):
+def choose_platform(device: str, record: bool, straggle_ms: float, hccl_buffer_size_mb: int = 0):
     """The rank's platform: the device's, wrapped by the straggler and recording platforms."""
     if device == "ascend":
         from ppstream.mindspore.platforms.ascend import AscendPlatform
-        plat = AscendPlatform()
+        plat = AscendPlatform(hccl_buffer_size_mb)
     else:
         from ppstream.mindspore.platforms.cpu import CpuPlatform
         plat = CpuPlatform()
@@ -141,7 +142,8 @@ def build_rank(run: dict, pset: dict, rank: int, progress):
     topo = Topology(w["pp"], w["vpp"], w["shard"], w["replicate"], rank)
     program = next(p for p in pset["programs"] if p["rank"] == rank)
     platform = choose_platform(run["device"], run.get("record", False),
-                               float(run.get("straggle", {}).get(str(rank), 0.0)))
+                               float(run.get("straggle", {}).get(str(rank), 0.0)),
+                               int(run["config"]["train"]["hccl_buffer_size"]))
     if platform.profile != run["verified_under"]:
         raise RuntimeError(f"platform {platform.label} needs programs verified under {platform.profile}, "
                            f"these were verified under {run['verified_under']}")
@@ -169,7 +171,7 @@ def main(run_dir: str) -> int:
     out_dir = os.path.join(run_dir, f"rank{rank}")
     os.makedirs(out_dir, exist_ok=True)
     rt, platform = build_rank(run, read_json(run_dir, "programs.json"), rank, progress)
-    profiler = StepProfiler(os.path.join(out_dir, "profile") if run.get("profile") else None,
+    profiler = StepProfiler(os.path.join(run_dir, "profile") if run.get("profile") else None,
                            run["steps"] - int(run.get("start_step", 0)), rank)
     log = train_loop(rt, run, run_dir, profiler, rank, progress)
     progress.write("final gather")

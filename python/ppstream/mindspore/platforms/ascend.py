@@ -14,6 +14,10 @@ is one ``batch_isend_irecv`` per peer (all issued, then all waited on the curren
 ``ascend-mindspore`` engine profile the programs are verified under models exactly that: a
 peer's ops wait for the rank's earlier ops with that peer, whatever stream issued them. Not exercised by our tests (no Ascend here): the recording platform checks the same
 call sequence on CPU, and the fake platform the plan's group names.
+
+A stream's ``delay`` (``--straggle``) is a chain of matmuls issued on the current stream, as many
+as the delay takes (one matmul timed once with device events); ``hccl_buffer_size_mb`` goes to
+every ``create_group`` as ``GroupOptions.hccl_config["hccl_buffer_size"]``.
 """
 from __future__ import annotations
 
@@ -34,14 +38,25 @@ from ppstream.mindspore.platforms.base import P2P, Platform
 class AscendPlatform(Platform):
     profile = COMM_STREAM_PROFILES[COMM_STREAM_MODE]  # ascend-mindspore: a device stream per group
 
-    def __init__(self) -> None:
+    def __init__(self, hccl_buffer_size_mb: int = 0) -> None:
+        """``hccl_buffer_size_mb``: each created group's HCCL buffer (MB, per direction); 0 leaves
+        HCCL's own (``HCCL_BUFFSIZE``, default 200; docs/runtime.md, "Communication memory")."""
         super().__init__()
+        if hccl_buffer_size_mb < 0:
+            raise ValueError(f"hccl_buffer_size {hccl_buffer_size_mb} MB: expected >= 0 (0: HCCL's default)")
+        self.hccl_buffer_size_mb = hccl_buffer_size_mb
         self.streams: dict[str, object] = {}
         self.events: dict[str, object] = {}
+        self._matmul_ms: float | None = None  # one delay matmul's device time, measured at the first delay
 
     def _setup(self, plan: CommPlan) -> None:
+        options = None
+        if self.hccl_buffer_size_mb:
+            from mindspore._c_expression import GroupOptions  # as MindSpore's create_group documents it
+            options = GroupOptions()
+            options.hccl_config = {"hccl_buffer_size": self.hccl_buffer_size_mb}
         for g in plan.groups():
-            create_group(g.name, list(g.ranks))
+            create_group(g.name, list(g.ranks), options)
         self.streams["compute"] = ms.runtime.current_stream()
 
     def _begin_step(self) -> None:
@@ -94,6 +109,34 @@ class AscendPlatform(Platform):
         for h in handles:
             h.wait()
         return received
+
+    DELAY_N = 256  # the delay's matmul: DELAY_N x DELAY_N float32, zeros (no overflow; cost is the same)
+
+    def _delay(self, ms_: float) -> None:
+        """MindSpore 2.10 has no device sleep: a chain of matmuls on the current stream, as many as
+        ``ms_`` ms take (the host only issues them)."""
+        if ms_ <= 0:
+            return
+        if self._matmul_ms is None:
+            self._matmul_ms = self._time_matmul()
+        x = ops.zeros((self.DELAY_N, self.DELAY_N), ms.float32)
+        for _ in range(max(1, round(ms_ / self._matmul_ms))):
+            x = ops.matmul(x, x)
+        self.hold("delay", [x])
+
+    def _time_matmul(self, reps: int = 20) -> float:
+        """Device ms of one delay matmul, on a stream of its own, the device synchronized around it."""
+        s = ms.runtime.Stream()
+        ms.runtime.synchronize()
+        with ms.runtime.StreamCtx(s):
+            x = ops.zeros((self.DELAY_N, self.DELAY_N), ms.float32)
+            start, end = ms.runtime.Event(enable_timing=True), ms.runtime.Event(enable_timing=True)
+            start.record(s)
+            for _ in range(reps):
+                x = ops.matmul(x, x)
+            end.record(s)
+        end.synchronize()
+        return max(start.elapsed_time(end) / reps, 1e-3)
 
     def synchronize(self) -> None:
         ms.runtime.synchronize()

@@ -12,7 +12,9 @@ platform implements only the ``_``-prefixed transport.
 Implementations: ``platforms.cpu`` (MCCL, synchronous: ``cpu-serial``), ``platforms.ascend``
 (streams, events, async collectives: ``ascend-mindspore``), ``platforms.fake`` (in-process
 ranks for tests: ``cpu-serial``); wrappers (``PlatformWrapper``): ``platforms.recording`` (logs
-the stream of every call) and ``platforms.straggler`` (delays a rank's reductions).
+the stream of every call) and ``platforms.straggler`` (delays a rank's reductions on their stream).
+Every tensor a communication issued on a side stream uses is held (``holds.BufferHolds``) until
+the program's events order it before the next user (docs/runtime.md, "Buffer lifetime").
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from ppstream import _core
 from ppstream.mindspore.parallel.commplan import CommPlan
 from ppstream.mindspore.parallel.groups import Group
 from ppstream.mindspore.launch.msrun import COMM_STREAM_MODE, COMM_STREAM_PROFILES
+from ppstream.mindspore.platforms.holds import BufferHolds
 
 # The engine's profile names (src/engine/platform.cpp), so the two lists cannot drift.
 KNOWN_PROFILES = tuple(_core.platform_profiles())
@@ -62,6 +65,9 @@ class Platform(abc.ABC):
         self.instr_text = ""  # the instruction being executed (for logs and errors)
         self.plan: CommPlan | None = None
         self._streams = ["compute"]  # program streams entered; outside any, the compute stream
+        # every tensor a communication on a side stream uses, until the program orders it (holds.py);
+        # the executor tells it each RECORD, WAIT and synchronize
+        self.holds = BufferHolds()
 
     @property
     def name(self) -> str:
@@ -100,26 +106,46 @@ class Platform(abc.ABC):
         """Called before instruction ``index`` of the program is issued."""
         self.instr_index, self.instr_text = index, instr["text"]
 
-    # -- communication, counted --------------------------------------------------------------
+    # -- communication, counted and held ----------------------------------------------------
     def all_gather(self, t, group: Group, tag: str):
         """Concatenation of every member's ``t`` (1-D), in group order."""
         self.counts[tag] += 1
-        return t if group.size == 1 else self._all_gather(t, self._comm(group))
+        return t if group.size == 1 else self._held(tag, t, self._all_gather(t, self._comm(group)))
 
     def reduce_scatter_sum(self, t, group: Group, tag: str):
         """Sum over members of ``t`` (1-D, length size * L), then this member's L-slice."""
         self.counts[tag] += 1
-        return t if group.size == 1 else self._reduce_scatter_sum(t, self._comm(group))
+        return t if group.size == 1 else self._held(tag, t, self._reduce_scatter_sum(t, self._comm(group)))
 
     def all_reduce_sum(self, t, group: Group, tag: str):
         self.counts[tag] += 1
-        return t if group.size == 1 else self._all_reduce_sum(t, self._comm(group))
+        return t if group.size == 1 else self._held(tag, t, self._all_reduce_sum(t, self._comm(group)))
 
     def p2p_batch(self, ops: list[P2P], tag: str) -> list:
         """Runs one BATCH; returns the received tensors in the order of the RECV ops."""
         for op in ops:
             self.counts[tag + " " + op.kind] += 1
-        return self._p2p_batch(ops)
+        received = self._p2p_batch(ops)
+        self.hold(tag, [op.tensor for op in ops if op.is_send] + list(received))
+        return received
+
+    def hold(self, tag: str, tensors) -> None:
+        """Keeps ``tensors`` (used by work issued now on the current stream) alive until the
+        program orders that work before another stream (holds.py)."""
+        self.holds.hold(self.current_stream, tag, tensors)
+
+    def _held(self, tag: str, t, out):
+        self.hold(tag, (t, out))
+        return out
+
+    def delay(self, ms: float) -> None:
+        """Enqueues ``ms`` milliseconds of work on the current stream (a straggling
+        collective, ``--straggle``) without blocking the host where the device has streams;
+        how is the platform's choice (docs/runtime.md, "Stragglers on the device")."""
+        if ms < 0:
+            raise ValueError(f"delay {ms} ms: expected >= 0")
+        self.counts[f"delay {self.current_stream}"] += 1
+        self._delay(ms)
 
     def _comm(self, group: Group) -> Group:
         return group if self.plan is None else self.plan.collective(group, self.current_stream)
@@ -155,6 +181,10 @@ class Platform(abc.ABC):
     def _p2p_batch(self, ops: list[P2P]) -> list: ...
 
     @abc.abstractmethod
+    def _delay(self, ms: float) -> None:
+        """``ms`` ms of device time on the current stream."""
+
+    @abc.abstractmethod
     def synchronize(self) -> None:
         """Blocks the host until every stream is idle."""
 
@@ -170,7 +200,7 @@ class PlatformWrapper(Platform):
         self.profile = inner.profile
         super().__init__()
         self.inner = inner
-        self.counts = inner.counts
+        self.counts, self.holds = inner.counts, inner.holds
 
     @property
     def label(self) -> str:
@@ -206,6 +236,9 @@ class PlatformWrapper(Platform):
 
     def _p2p_batch(self, ops: list[P2P]) -> list:
         return self.inner._p2p_batch(ops)
+
+    def _delay(self, ms: float) -> None:
+        self.inner._delay(ms)
 
     def synchronize(self) -> None:
         self.inner.synchronize()

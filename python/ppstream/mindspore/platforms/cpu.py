@@ -7,11 +7,13 @@ member's slice; all-gather = list all-gather then concatenate; a BATCH = its ops
 the listed order (programs verified under the ``cpu-serial`` profile are deadlock-free so).
 Collectives use the communication groups of the ``CommPlan`` (one per program stream), so the
 plan is exercised for real; P2P uses the world group.
-``mindspore.runtime`` stream APIs are never called here; RECORD/WAIT are no-ops.
+``mindspore.runtime`` stream APIs are never called here; RECORD/WAIT are no-ops; a stream's
+delay (``--straggle``) is a host sleep, since the host runs every stream.
 """
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import Iterator
 
 import mindspore.mint.distributed as dist
@@ -73,6 +75,9 @@ class CpuPlatform(Platform):
                 dist.recv(buf, src=op.peer, group=self.world)
                 received.append(buf)
         return received
+
+    def _delay(self, ms: float) -> None:
+        time.sleep(ms / 1000.0)  # cpu-serial: the host runs every stream, so a stream's delay is the host's
 
     def synchronize(self) -> None:
         pass

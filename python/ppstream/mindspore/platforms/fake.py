@@ -11,7 +11,8 @@ outlasts ``timeout_s`` raises, naming the rank, its instruction and what it wait
 Semantics are ``cpu-serial``'s: every call completes before it returns, streams are no-ops;
 events are checked (a WAIT whose event was not RECORDed earlier in the step is an error, as
 it would be a silent no-op on Ascend). Collectives sum in member order, so results are
-deterministic. The tests live in tests/python/runtime/test_executor.py.
+deterministic. A stream's ``delay`` (``--straggle``) is logged in ``delays`` with its stream,
+never slept. The tests live in tests/python/runtime/test_executor.py.
 """
 from __future__ import annotations
 
@@ -81,6 +82,7 @@ class FakePlatform(Platform):
         self.world, self.rank = world, rank
         self.seq: collections.Counter[str] = collections.Counter()
         self.recorded: set[str] = set()
+        self.delays: list[tuple[int, str, str, float]] = []  # (step, stream, instruction, ms) of each delay()
 
     def _who(self, what: str) -> str:
         return f"r{self.rank} step {self.step} #{self.instr_index} {self.instr_text!r}: {what}"
@@ -148,6 +150,9 @@ class FakePlatform(Platform):
                                              f"the receive buffer is {tuple(op.shape)} {op.dtype}"))
             received.append(t)
         return received
+
+    def _delay(self, ms: float) -> None:
+        self.delays.append((self.step, self.current_stream, self.instr_text, ms))  # logged, never slept
 
     def synchronize(self) -> None:
         pass

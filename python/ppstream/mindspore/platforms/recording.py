@@ -4,7 +4,7 @@ The only check of the Ascend stream discipline we can run without Ascend: the ex
 calls are the ones it would make on Ascend (stream contexts, RECORD/WAIT, collectives whose
 ``CommHandle.wait()`` lands on the current stream), so the log says on which stream each
 collective and each wait would be issued. Entries: ``{"step", "i": instr index, "text": instr
-text, "call": "collective"|"comm_wait"|"p2p"|"record"|"wait", "stream": current stream, "what": …}``.
+text, "call": "collective"|"comm_wait"|"p2p"|"record"|"wait"|"delay", "stream": current stream, "what": …}``.
 """
 from __future__ import annotations
 
@@ -50,6 +50,10 @@ class RecordingPlatform(PlatformWrapper):
     def _p2p_batch(self, p2p_ops: list[P2P]) -> list:
         self._log("p2p", "; ".join(f"{o.kind} ->{o.peer}" if o.is_send else f"{o.kind} <-{o.peer}" for o in p2p_ops))
         return self.inner._p2p_batch(p2p_ops)
+
+    def _delay(self, ms: float) -> None:
+        self._log("delay", f"{ms:g} ms")
+        self.inner._delay(ms)
 
     def dump(self, path: str) -> None:
         with open(path, "w", encoding="utf-8") as f:

@@ -12,7 +12,9 @@ comes only from device streams. The last stage's losses are summed on the device
 reads the sum once, after the step's ``synchronize``. ``OPT_STEP`` is the ``OptStep``
 component's (components/opt_step.py: loss-scale check, clipping, LR schedule, AdamW). With
 ``forward_only`` (evaluation, components/evaluate.py) the program is the forward projection and
-every F runs without recording a graph.
+every F runs without recording a graph. Every RECORD, WAIT and the synchronize are also told to
+the platform's ``holds``, which keep the buffers of side-stream communication alive until the
+event that ends it has been waited (platforms/holds.py).
 """
 from __future__ import annotations
 
@@ -104,6 +106,7 @@ class Executor:
         for i, instr in enumerate(self.program["instrs"]):
             self._issue(step, i, instr)
         self.platform.synchronize()
+        self.platform.holds.synchronized()  # the device is idle: nothing is in use any more
         self._check_drained(step)
         loss = None if self.loss_sum is None else float(self.loss_sum.asnumpy())
         self.trace.step(step, t0, self.trace.now_us())
@@ -174,9 +177,11 @@ class Executor:
     # -- events -----------------------------------------------------------------------------
     def _op_RECORD(self, instr: dict) -> None:
         self.platform.record(instr["event"])
+        self.platform.holds.recorded(instr["event"], instr["stream"])
 
     def _op_WAIT(self, instr: dict) -> None:
         self.platform.wait(instr["event"])
+        self.platform.holds.waited(instr["event"], instr["stream"])  # what the event ends may be freed now
 
     # -- HSDP -------------------------------------------------------------------------------
     def _op_UNSHARD(self, instr: dict) -> None:

@@ -68,7 +68,9 @@ class HsdpState:
             p.set_data(ops.zeros((0,), ms.float32), slice_shape=True)
 
     def reduce_grad(self, platform, tag: str) -> None:
-        flat = self._flatten(self.stage.take_grads()) / float(self.dp)  # pre-divide: the sums below are means
+        grads = self.stage.take_grads()
+        platform.hold(tag + " grads", grads)  # read on the reduction's stream (holds.py)
+        flat = self._flatten(grads) / float(self.dp)  # pre-divide: the sums below are means
         g = _cast(flat, self.reduce_dtype)
         if self.sharded:
             g = platform.reduce_scatter_sum(g, self.shard_group, tag + " reduce_scatter")
