@@ -1,0 +1,45 @@
+// Reads Megatron timer traces (megatron.h) for the what-if analysis: the one Chrome scanner with
+// the union ScanSpec; only timer ops and thread names are kept.
+#include <fmt/format.h>
+
+#include "chrome_reader.h"
+#include "mappers.h"
+#include "ppstream/analyze/megatron.h"
+
+namespace ppstream::analyze {
+
+void read_timer_trace(const std::string& path, TimerTrace& out) {
+  detail::LaneNames lanes;
+  std::vector<TimerOp> ops;
+  size_t seen = 0;
+  detail::scan_chrome(
+      path, detail::chrome_scan_spec(),
+      [&](const detail::RawEvent& ev) {
+        ++seen;
+        if (ev.ph == 'M') {
+          if (ev.pid && ev.tid && !ev.args.meta_name.empty() && ev.name == "thread_name")
+            lanes.thread[{*ev.pid, *ev.tid}] = std::string(ev.args.meta_name);
+          return;
+        }
+        if (!ev.ts_ns) {
+          throw TraceError(fmt::format("{}: byte {}: event #{} '{}': complete event without \"ts\"", path, ev.offset,
+                                       ev.index, ev.name));
+        }
+        if (ev.dur_ns && (*ev.dur_ns < 0 || *ev.dur_ns > kMaxDurNs)) {
+          throw TraceError(fmt::format("{}: byte {}: event #{} '{}': \"dur\" {:.3f} µs; expected 0 .. 7 days", path,
+                                       ev.offset, ev.index, ev.name, static_cast<double>(*ev.dur_ns) / 1e3));
+        }
+        if (auto op = detail::megatron_event_at(path, ev, out.strings)) ops.push_back(*op);
+      },
+      [](const detail::TopValue&) {});
+  if (ops.empty()) {
+    throw TraceError(fmt::format("{}: no Megatron timer op among {} events (expected \"X\" events with args.step "
+                                 "and args.seq_id on threads named \"PP rank p, TP rank t, <lane>\")",
+                                 path, seen));
+  }
+  detail::resolve_timer_lanes(path, ops, lanes);
+  out.ops.insert(out.ops.end(), ops.begin(), ops.end());
+  out.sources.push_back(path);
+}
+
+}  // namespace ppstream::analyze
