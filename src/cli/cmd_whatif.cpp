@@ -1,4 +1,5 @@
-// `ppstream whatif PATH... [--json] [--svg OUT.svg] [--trace OUT.json] [--steps A-B] [--agg mean|median]`
+// `ppstream whatif PATH... [--json] [--svg OUT.svg] [--trace OUT.json] [--steps A-B] [--agg mean|median]
+// [--reduce-grad inline|async]`
 // (docs/whatif.md).
 #include <unistd.h>
 
@@ -38,7 +39,7 @@ void register_whatif(CLI::App& app, int& exit_code) {
   struct Args {
     std::vector<std::string> paths;
     bool json = false;
-    std::string svg, trace, steps, agg = "mean";
+    std::string svg, trace, steps, agg = "mean", reduce_grad;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("whatif", "Straggler what-if of a job's Megatron timer trace: slowdown S, per DP rank, "
@@ -50,10 +51,14 @@ void register_whatif(CLI::App& app, int& exit_code) {
   cmd->add_option("--steps", a->steps, "analyse only steps A-B (inclusive)");
   cmd->add_option("--agg", a->agg, "ideal durations: mean (compute by mean, communication by median) or median")
       ->check(CLI::IsMember({"mean", "median"}));
+  cmd->add_option("--reduce-grad", a->reduce_grad, "counterfactual: re-place the gradient reductions (inline | async) "
+                                                  "and predict the step")
+      ->check(CLI::IsMember({"inline", "async"}));
   cmd->callback([a, &exit_code]() {
     whatif::WhatIfOptions opts;
     if (!a->steps.empty()) opts.steps = parse_steps(a->steps);
     opts.agg = a->agg == "median" ? whatif::Agg::MEDIAN : whatif::Agg::MEAN;
+    if (!a->reduce_grad.empty()) opts.reduce_grad = parse_reduce_policy(a->reduce_grad);
     const bool tty = isatty(STDERR_FILENO) != 0;
     opts.progress = [tty](int64_t done, int64_t total) {
       if (tty && total > 20) std::cerr << "\rwhatif: simulation " << done << "/" << total << (done == total ? "\n" : "") << std::flush;

@@ -237,7 +237,10 @@ WhatIfResult analyze(const analyze::TimerTrace& trace, const WhatIfOptions& opts
   res.launch_delay_share = 1.0 - mean(nodelay) / mean(job.measured_step_ms);
   for (int32_t k = 0; k < a.K(); ++k) {
     const TemplateOp& op = job.ops[static_cast<size_t>(k)];
-    res.ideal_timeline.push_back({0, op.stage, std::string(name_of(op.type)) + (op.seq ? fmt::format(" #{}", op.seq) : ""),
+    const std::string lane = is_p2p(op.type) ? std::string(name_of(op.type))
+                             : (is_compute(op.type) || op.type == OpType::OPTIMIZER || op.type == OpType::GC) ? "compute"
+                                                                                                            : "dp-comm";
+    res.ideal_timeline.push_back({op.stage, lane, fmt::format("{} #{}", name_of(op.type), op.seq),
                                   ideal_run.start_ms[static_cast<size_t>(k)], ideal_run.end_ms[static_cast<size_t>(k)]});
   }
 
@@ -250,6 +253,18 @@ WhatIfResult analyze(const analyze::TimerTrace& trace, const WhatIfOptions& opts
     const auto add = a.run_full([&](int32_t k, int64_t) { return job.ops[static_cast<size_t>(k)].stage == last; });
     res.m_s = (tori - mean(rem)) / (tori - tideal);
     res.m_s_add = (mean(add) - tideal) / (tori - tideal);
+  }
+  if (opts.reduce_grad && *opts.reduce_grad != ReducePolicy::NONE) {
+    const bool async = *opts.reduce_grad == ReducePolicy::ASYNC;
+    const Graph g2 = lift_graph(job, res.notes, async ? Placement::ASYNC : Placement::INLINE);
+    WhatIfResult::Prediction pr;
+    pr.policy = async ? "async" : "inline";
+    pr.per_step_ms = simulate_graph(g2, S, job.dp, Analysis::MeasuredCost{a.m, false}).step_ms;
+    pr.measured_costs_ms = mean(pr.per_step_ms);
+    pr.ideal_costs_ms = simulate_graph(g2, 1, 1, Analysis::IdealCost{a.ideal}).step_ms.front();
+    pr.traced_ms = mean(nodelay);
+    pr.traced_ideal_ms = mean(ideal);
+    res.predicted = pr;
   }
   if (res.slowdown >= opts.decompose_threshold) {
     res.attributed = true;

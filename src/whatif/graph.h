@@ -25,8 +25,15 @@ struct Graph {
   std::vector<int32_t> order;
 };
 
+// Where the gradient reductions (grads-reduce-scatter) go (docs/whatif.md "Counterfactual"):
+// AS_TRACED: the trace's own placement (after the chunk's last backward when the job overlaps its
+// reduction, else in the chain after the embedding all-reduce); INLINE: right after the chunk's last
+// backward, blocking the compute that follows; ASYNC: after the chunk's last backward and the
+// backward send carrying it, on the DP lane, with one drain (every reduction) before clip.
+enum class Placement : uint8_t { AS_TRACED, INLINE, ASYNC };
+
 // Lifts the template of `job` (rules in docs/whatif.md). Throws LiftError naming DP rank 0,
 // stage, step and op for a P2P op without its peer, a missing collective member or a cycle.
-Graph lift_graph(const Job& job, std::vector<std::string>& notes);
+Graph lift_graph(const Job& job, std::vector<std::string>& notes, Placement placement = Placement::AS_TRACED);
 
 }  // namespace ppstream::whatif

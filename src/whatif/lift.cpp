@@ -34,6 +34,7 @@ constexpr double kP2PEpsMs = 0.05;  // clock tolerance when telling no-data P2P 
 struct Lifter {
   const Job& job;
   std::vector<std::string>& notes;
+  Placement placement;
   Graph g;
   std::vector<std::vector<std::vector<int32_t>>> by_type;  // [stage][type] → ops by seq
 
@@ -81,6 +82,8 @@ struct Lifter {
     bool no_data = true;       // communicates alone
     int32_t compute = -1;      // the compute it feeds or follows
   };
+  std::vector<P2PState> p2p;
+  std::vector<int32_t> inline_tail;  // INLINE: the current stage's per-chunk last reductions
 
   void lift_p2p(int32_t p, std::vector<P2PState>& state, std::map<std::tuple<int, int32_t, int32_t>, int32_t>& valid) {
     const int32_t pp = job.pp, stages = job.vpp * job.pp;
@@ -143,10 +146,11 @@ struct Lifter {
     const int32_t pp = job.pp;
     const bool use_dp = job.dp > 1;
     const bool overlapped = std::any_of(job.ops.begin(), job.ops.end(), [](const TemplateOp& t) { return t.type == OpType::SEP_GRADS_AR; });
-    std::vector<P2PState> p2p(static_cast<size_t>(K));
+    p2p.assign(static_cast<size_t>(K), {});
     std::map<std::tuple<int, int32_t, int32_t>, int32_t> valid;  // (type, stage, data-carrying rank) → op
 
     for (int32_t p = 0; p < pp; ++p) {
+      inline_tail.clear();
       const auto comp = of_types(p, {OpType::FWD, OpType::BWD});
       if (comp.empty()) throw LiftError(fmt::format("DP rank 0, stage {}, step {}: no forward/backward compute", p, job.steps.front()));
       chain(comp);  // rule 1
@@ -190,7 +194,7 @@ struct Lifter {
           if (!first) throw LiftError(fmt::format("{}: no forward-compute of model chunk {} waits for it", where(*it), c));
           dep(*first, *it);
         }
-        if (overlapped) {
+        if (overlapped || placement != Placement::AS_TRACED) {
           done.clear();
           for (int32_t r : rss) {
             const int32_t c = op(r).chunk;
@@ -202,6 +206,21 @@ struct Lifter {
             }
             if (!last) throw LiftError(fmt::format("{}: no backward-compute of model chunk {} precedes it", where(r), c));
             dep(r, *last);
+            if (placement == Placement::ASYNC) {
+              // After the batch that sends the last backward's input gradient.
+              for (int32_t k : by_type[static_cast<size_t>(p)][static_cast<size_t>(OpType::BWD_SEND)]) {
+                if (p2p[static_cast<size_t>(k)].compute == *last) dep(r, k);
+              }
+            } else if (placement == Placement::INLINE) {
+              // On the compute stream: the next compute waits for the chunk's last reduction.
+              int32_t chunk_last = r;
+              for (int32_t x : rss) {
+                if (op(x).chunk == c) chunk_last = x;
+              }
+              const auto at = std::find(comp.begin(), comp.end(), *last);
+              if (at + 1 != comp.end()) dep(*(at + 1), chunk_last);
+              inline_tail.push_back(chunk_last);
+            }
           }
         }
       }
@@ -211,8 +230,9 @@ struct Lifter {
         if (en(k) > en(last_compute)) last_compute = k;
       }
       std::vector<int32_t> prev{last_compute};
+      if (placement == Placement::INLINE) prev.insert(prev.end(), inline_tail.begin(), inline_tail.end());
       if (auto gc = find(p, OpType::GC, 0)) {
-        dep(*gc, last_compute);
+        for (int32_t u : prev) dep(*gc, u);
         prev = {*gc};
       }
       std::vector<std::pair<OpType, int32_t>> post{{OpType::LAYERNORM_AR, 0}};
@@ -220,8 +240,14 @@ struct Lifter {
       if (use_dp && overlapped) {
         if (!rss.empty()) prev.insert(prev.begin(), rss.back());
         post.emplace_back(OpType::SEP_GRADS_AR, 0);
-      } else if (use_dp) {
+      } else if (use_dp && placement == Placement::AS_TRACED) {
         for (int32_t r : rss) post.emplace_back(OpType::GRADS_RS, op(r).seq);
+      }
+      if (use_dp && placement != Placement::AS_TRACED) {
+        // One drain: clip (the first op needing every reduced gradient) waits for all reductions.
+        if (auto clip = find(p, OpType::CLIP, 0)) {
+          for (int32_t r : rss) dep(*clip, r);
+        }
       }
       post.emplace_back(OpType::CLIP, 0);
       post.emplace_back(OpType::OPTIMIZER, 0);
@@ -345,8 +371,8 @@ struct Lifter {
 
 }  // namespace
 
-Graph lift_graph(const Job& job, std::vector<std::string>& notes) {
-  Lifter l{job, notes, {}, {}};
+Graph lift_graph(const Job& job, std::vector<std::string>& notes, Placement placement) {
+  Lifter l{job, notes, placement, {}, {}, {}, {}};
   l.lift();
   return std::move(l.g);
 }

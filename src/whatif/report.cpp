@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "ppstream/whatif/whatif.h"
@@ -67,6 +68,15 @@ std::string to_json(const WhatIfResult& r) {
                      {"slowdown", s.slowdown}});
   }
   j["steps"] = steps;
+  if (r.predicted) {
+    const auto& p = *r.predicted;
+    j["predicted_step_ms"] = {{"policy", p.policy},
+                              {"measured_costs_ms", p.measured_costs_ms},
+                              {"ideal_costs_ms", p.ideal_costs_ms},
+                              {"traced_ms", p.traced_ms},
+                              {"traced_ideal_ms", p.traced_ideal_ms},
+                              {"per_step_ms", p.per_step_ms}};
+  }
   j["notes"] = r.notes;
   return j.dump(2) + "\n";
 }
@@ -105,6 +115,12 @@ std::string to_text(const WhatIfResult& r) {
     out += fmt::format("  {:>6} {:>12.3f} {:>14.3f} {:>12.3f} {:>10.3f} {:>9.4f}\n", s.step, s.measured_ms,
                        s.resimulated_ms, s.nodelay_ms, s.ideal_ms, s.slowdown);
   }
+  if (r.predicted) {
+    const auto& p = *r.predicted;
+    out += fmt::format("\n--reduce-grad {}: predicted step {:.3f} ms with the measured costs (traced placement "
+                       "{:.3f} ms), {:.3f} ms with the ideal costs (traced {:.3f} ms)\n",
+                       p.policy, p.measured_costs_ms, p.traced_ms, p.ideal_costs_ms, p.traced_ideal_ms);
+  }
   for (const auto& n : r.notes) out += "note: " + n + "\n";
   return out;
 }
@@ -118,7 +134,7 @@ std::string to_svg(const WhatIfResult& r) {
   }
   const int cell = std::clamp(560 / std::max(dp, pp), 6, 48);
   const int left = 70, top = 50, legend = 120;
-  const int w = left + pp * cell + legend, h = top + dp * cell + 40;
+  const int w = std::max(left + pp * cell + legend, 480), h = top + dp * cell + 40;
   double lo = 1.0, hi = 1.0;
   for (const auto& row : r.worker_score)
     for (double v : row) hi = std::max(hi, v);
@@ -160,12 +176,18 @@ std::string to_svg(const WhatIfResult& r) {
 
 std::string to_trace(const WhatIfResult& r) {
   nlohmann::json ev = nlohmann::json::array();
-  for (int32_t p = 0; p < r.pp; ++p) {
-    ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", p}, {"args", {{"name", fmt::format("PP rank {} (ideal)", p)}}}});
+  ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", "ideal step (every DP rank)"}}}});
+  std::map<std::pair<int32_t, std::string>, int> tids;  // (stage, lane) → tid, stage-major
+  for (const auto& s : r.ideal_timeline) tids.emplace(std::pair{s.stage, s.lane}, 0);
+  int next = 0;
+  for (auto& [key, tid] : tids) {
+    tid = next++;
+    ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", tid},
+                  {"args", {{"name", fmt::format("PP rank {}, {}", key.first, key.second)}}}});
+    ev.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
   }
-  ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", "ideal step (DP rank 0)"}}}});
   for (const auto& s : r.ideal_timeline) {
-    ev.push_back({{"name", s.name}, {"ph", "X"}, {"pid", s.dp}, {"tid", s.stage}, {"ts", s.start_ms * 1e3},
+    ev.push_back({{"name", s.name}, {"ph", "X"}, {"pid", 0}, {"tid", tids.at({s.stage, s.lane})}, {"ts", s.start_ms * 1e3},
                   {"dur", (s.end_ms - s.start_ms) * 1e3}});
   }
   return nlohmann::json{{"traceEvents", ev}}.dump() + "\n";

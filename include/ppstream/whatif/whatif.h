@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ppstream/analyze/megatron.h"
+#include "ppstream/program/ir.h"
 
 namespace ppstream::whatif {
 
@@ -32,6 +33,9 @@ struct WhatIfOptions {
   Agg agg = Agg::MEAN;
   // Attribute (by DP rank, stage, op type) only when S >= this (the artifact's --decompose-thres).
   double decompose_threshold = 1.03;
+  // Counterfactual: re-place the gradient reductions (INLINE or ASYNC, docs/whatif.md
+  // "Counterfactual") and predict the step; nullopt / NONE: none.
+  std::optional<ReducePolicy> reduce_grad;
   // Called after each simulation with (done, total); may be empty.
   std::function<void(int64_t, int64_t)> progress;
 };
@@ -67,12 +71,25 @@ struct WhatIfResult {
   // Worker heatmap: min(S_dp, S_stage) per [dp][stage] (the artifact's heatmap score).
   std::vector<std::vector<double>> worker_score;
   std::vector<StepFigures> steps;
+  // With WhatIfOptions::reduce_grad: the step predicted with the reductions re-placed (means over
+  // the steps, ms), with the measured costs and with the ideal ones, beside the measured-cost step
+  // of the trace's own placement (nodelay) and the ideal one.
+  struct Prediction {
+    std::string policy;            // "inline" | "async"
+    double measured_costs_ms = 0;  // re-placed, measured costs, no launch delays
+    double ideal_costs_ms = 0;     // re-placed, ideal costs
+    double traced_ms = 0;          // the trace's own placement, measured costs (mean nodelay)
+    double traced_ideal_ms = 0;    // the trace's own placement, ideal costs
+    std::vector<double> per_step_ms;  // re-placed, measured costs, per step
+  };
+  std::optional<Prediction> predicted;
   std::vector<std::string> notes;  // assumptions, clamped values, ops outside the model
-  // Ideal timeline of the first analysed step, DP rank 0: (stage, op label, start ms, end ms).
+  // The ideal step (every DP rank's is the same): per op its stage, lane, name, start and end (ms).
   struct IdealSlice {
-    int32_t dp, stage;
+    int32_t stage = 0;
+    std::string lane;  // "compute", "forward-send", …, "dp-comm": ops of one lane never overlap
     std::string name;
-    double start_ms, end_ms;
+    double start_ms = 0, end_ms = 0;
   };
   std::vector<IdealSlice> ideal_timeline;
 };

@@ -74,6 +74,26 @@ TEST_P(Artifact, FiguresMatchTheArtifactsResult) {
 
 INSTANTIATE_TEST_SUITE_P(Traces, Artifact, ::testing::Values("ST", "AR"));
 
+// The counterfactual: both traces reduce after the embedding all-reduce, serially before clip.
+// Moving each chunk's reduction behind its last backward on the DP lane (async) can only start it
+// earlier, so the predicted step is shorter; inline (blocking the compute after it) is not shorter
+// than async. Deterministic figures of one trace, no timing.
+TEST(Counterfactual, AsyncReductionShortensTheSTStep) {
+  analyze::TimerTrace t;
+  analyze::read_timer_trace(data("timeline-ST.json.gz"), t);
+  WhatIfOptions o;
+  o.reduce_grad = ReducePolicy::ASYNC;
+  const auto async = analyze(t, o);
+  o.reduce_grad = ReducePolicy::INLINE;
+  const auto in = analyze(t, o);
+  ASSERT_TRUE(async.predicted && in.predicted);
+  EXPECT_EQ(async.predicted->policy, "async");
+  EXPECT_LT(async.predicted->measured_costs_ms, async.predicted->traced_ms - 1.0);
+  EXPECT_LT(async.predicted->ideal_costs_ms, async.predicted->traced_ideal_ms);
+  EXPECT_GE(in.predicted->measured_costs_ms, async.predicted->measured_costs_ms);
+  EXPECT_EQ(async.predicted->per_step_ms.size(), async.steps.size());
+}
+
 // Mutations of the ST trace (DP 2 x PP 4) the lifting must refuse with a located message.
 class Broken : public ::testing::Test {
  protected:
