@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <map>
 #include <optional>
@@ -90,8 +91,9 @@ struct Lifter {
     for (OpType compute : {OpType::FWD, OpType::BWD}) {
       const auto& comps = by_type[static_cast<size_t>(p)][static_cast<size_t>(compute)];
       const bool fwd = compute == OpType::FWD;
-      for (OpType t : fwd ? std::initializer_list<OpType>{OpType::FWD_SEND, OpType::FWD_RECV}
-                          : std::initializer_list<OpType>{OpType::BWD_SEND, OpType::BWD_RECV}) {
+      const std::array<OpType, 2> lanes = fwd ? std::array{OpType::FWD_SEND, OpType::FWD_RECV}
+                                              : std::array{OpType::BWD_SEND, OpType::BWD_RECV};
+      for (OpType t : lanes) {
         std::vector<int32_t> ops = by_type[static_cast<size_t>(p)][static_cast<size_t>(t)];
         if (ops.empty()) continue;
         if (comps.empty()) {

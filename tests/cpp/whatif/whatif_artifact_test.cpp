@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ppstream/analyze/megatron.h"
+#include "ppstream/analyze/readers.h"
 #include "ppstream/whatif/whatif.h"
 
 namespace ppstream::whatif {
@@ -154,6 +155,27 @@ TEST_F(Broken, StepsOutsideTheTrace) {
   WhatIfOptions o;
   o.steps = std::pair{100000, 100001};
   EXPECT_THROW(analyze(*trace_, o), LiftError);
+}
+
+// `ppstream analyze` reads the timeline format too: one timeline per (DP, PP) worker.
+TEST(TimerTrace, AnalyzeReadsOneTimelinePerWorker) {
+  analyze::TraceSet set;
+  analyze::read_paths({data("timeline-ST.json.gz")}, set);
+  ASSERT_EQ(set.ranks.size(), 8u);  // DP 2 x PP 4
+  const auto& last = set.ranks[7];  // rank = PP rank * DP + DP rank
+  EXPECT_EQ(last.pp_rank, 3);
+  size_t p2p = 0, reductions = 0, compute = 0;
+  for (const auto& s : last.slices) {
+    p2p += s.kind == analyze::SliceKind::P2P;
+    reductions += analyze::is_reduction(s);
+    compute += s.kind == analyze::SliceKind::COMPUTE;
+  }
+  // 32 steps: per step 4 forward-recv + 4 backward-send; reduce-scatter, embedding and clip
+  // all-reduces, layernorm all-reduce; 4 + 4 computes, gc, optimizer.
+  EXPECT_EQ(p2p, 32u * 8);
+  EXPECT_EQ(reductions, 32u * 4);
+  EXPECT_EQ(compute, 32u * 10);
+  EXPECT_EQ(last.steps.size(), 32u);
 }
 
 TEST(TimerLane, ParsesTheArtifactsThreadNames) {
