@@ -11,7 +11,7 @@ namespace ppstream::analyze {
 void read_timer_trace(const std::string& path, TimerTrace& out) {
   detail::LaneNames lanes;
   std::vector<TimerOp> ops;
-  size_t seen = 0;
+  size_t seen = 0, other = 0;
   detail::scan_chrome(
       path, detail::chrome_scan_spec(),
       [&](const detail::RawEvent& ev) {
@@ -29,7 +29,11 @@ void read_timer_trace(const std::string& path, TimerTrace& out) {
           throw TraceError(fmt::format("{}: byte {}: event #{} '{}': \"dur\" {:.3f} µs; expected 0 .. 7 days", path,
                                        ev.offset, ev.index, ev.name, static_cast<double>(*ev.dur_ns) / 1e3));
         }
-        if (auto op = detail::megatron_event_at(path, ev, out.strings)) ops.push_back(*op);
+        if (auto op = detail::megatron_event_at(path, ev, out.strings)) {
+          ops.push_back(*op);
+        } else {
+          ++other;
+        }
       },
       [](const detail::TopValue&) {});
   if (ops.empty()) {
@@ -38,6 +42,10 @@ void read_timer_trace(const std::string& path, TimerTrace& out) {
                                  path, seen));
   }
   detail::resolve_timer_lanes(path, ops, lanes);
+  if (other > 0) {
+    out.notes.push_back(fmt::format("{}: {} complete events are no timer op (no args.step / args.seq_id); not read",
+                                    path, other));
+  }
   out.ops.insert(out.ops.end(), ops.begin(), ops.end());
   out.sources.push_back(path);
 }

@@ -194,7 +194,8 @@ void attribute(const std::vector<double>& sim, const std::vector<double>& ideal,
 WhatIfResult analyze(const analyze::TimerTrace& trace, const WhatIfOptions& opts) {
   WhatIfResult res;
   Job job = build_job(trace, opts.steps);
-  res.notes = job.notes;
+  res.notes = trace.notes;
+  res.notes.insert(res.notes.end(), job.notes.begin(), job.notes.end());
   Graph g = lift_graph(job, res.notes);
   res.dp = job.dp;
   res.pp = job.pp;

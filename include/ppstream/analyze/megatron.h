@@ -44,6 +44,7 @@ struct TimerTrace {
   StringTable strings;
   std::vector<TimerOp> ops;
   std::vector<std::string> sources;
+  std::vector<std::string> notes;  // e.g. complete events that are no timer op, per file
 };
 
 // Reads the timer ops of `path` into `out`. Throws TraceError naming the file, byte offset and
