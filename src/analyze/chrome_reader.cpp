@@ -136,15 +136,14 @@ void add_rank(TraceSet& set, RankTimeline&& tl, const std::string& path) {
   set.ranks.push_back(std::move(tl));
 }
 
-namespace {
-
 // What every format asks of the scan, merged once (a key or category named twice is kept once).
-const ScanSpec& scan_spec() {
+const ScanSpec& chrome_scan_spec() {
   static const ScanSpec spec = [] {
     ScanSpec s;
     add_ppstream_scan(s);
     add_kineto_scan(s);
     add_ascend_scan(s);
+    add_megatron_scan(s);
     for (auto* list : {&s.host_categories, &s.kept_prefixes, &s.link_categories, &s.top_keys}) {
       std::sort(list->begin(), list->end());
       list->erase(std::unique(list->begin(), list->end()), list->end());
@@ -154,8 +153,6 @@ const ScanSpec& scan_spec() {
   return spec;
 }
 
-}  // namespace
-
 void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOptions& opts) {
   PPStreamMeta meta;
   std::optional<int64_t> distributed_rank;  // Kineto distributedInfo.rank
@@ -163,6 +160,7 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
   RankTimeline vendor;                   // Kineto / Ascend: one rank per file
   LaneNames lanes;                       // process / thread names (also ours: thread_name)
   std::vector<LaneEvent> lane_events;    // Ascend / MindSpore lanes, mapped once names are known
+  std::vector<TimerOp> timer_ops;        // Megatron timers, mapped once the lane names are known
   PendingLaunches pending;
   std::vector<std::pair<int64_t, int64_t>> launch_ts;  // (correlation, launch ts), Kineto: 16 bytes each
   size_t seen = 0;
@@ -170,7 +168,7 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
     read_ppstream_top(path, v, meta);
     read_kineto_top(path, v, distributed_rank);
   };
-  scan_chrome(path, scan_spec(), [&](const RawEvent& ev) {
+  scan_chrome(path, chrome_scan_spec(), [&](const RawEvent& ev) {
     ++seen;
     if (ev.ph == 'M') {
       if (ev.pid && ev.tid && !ev.args.meta_name.empty() && ev.name == "thread_name") {
@@ -191,6 +189,8 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
       add(ours[*ev.pid], set.strings, ev, *d, nullptr);
     } else if (auto k = map_kineto(ev)) {
       add(vendor, set.strings, ev, *k, &pending);
+    } else if (auto timer = megatron_event_at(path, ev, set.strings)) {
+      timer_ops.push_back(*timer);
     } else if (auto lane = ascend_lane_event(ev, set.strings)) {
       lane_events.push_back(*lane);
     }
@@ -200,6 +200,9 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
     const Rank r = opts.rank ? *opts.rank : Rank(static_cast<int32_t>(distributed_rank.value_or(0)));
     map_ascend_lanes(lane_events, lanes, r, set.strings, vendor);
   }
+
+  std::vector<RankTimeline> workers;  // Megatron timers: one timeline per (DP rank, PP rank)
+  if (!timer_ops.empty()) map_megatron_workers(path, std::move(timer_ops), lanes, set.strings, workers);
 
   set.sources.push_back(path);
   bool global = meta.present && meta.clock == "global" && !ours.empty() && !has_device_slices(vendor);
@@ -231,14 +234,24 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
     vendor.source = path;
     finish(vendor);
     add_rank(set, std::move(vendor), path);
-  } else if (ours.empty()) {
+  } else if (ours.empty() && workers.empty()) {
     throw TraceError(fmt::format("{}: no device lanes: {} events but none is a device-stream slice "
                                  "(expected Kineto kernels with args.stream, Ascend Hardware tasks "
-                                 "with args \"Stream Id\", or ppstream slices with args.kind)",
+                                 "with args \"Stream Id\", ppstream slices with args.kind or Megatron "
+                                 "timer ops with args.step and args.seq_id)",
                                  path, seen));
   }
+  for (auto& tl : workers) add_rank(set, std::move(tl), path);
   std::sort(set.ranks.begin(), set.ranks.end(),
             [](const RankTimeline& a, const RankTimeline& b) { return a.rank < b.rank; });
+}
+
+std::optional<TimerOp> megatron_event_at(const std::string& path, const RawEvent& ev, StringTable& strings) {
+  try {
+    return megatron_event(ev, strings);
+  } catch (const TraceError& e) {
+    throw TraceError(fmt::format("{}: {}", path, e.what()));
+  }
 }
 
 }  // namespace ppstream::analyze::detail

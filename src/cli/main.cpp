@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   ppstream::cli::register_verify(app, exit_code);
   ppstream::cli::register_simulate(app, exit_code);
   ppstream::cli::register_analyze(app, exit_code);
+  ppstream::cli::register_whatif(app, exit_code);
   ppstream::cli::register_train(app, exit_code);
   ppstream::cli::register_replay(app, exit_code);
   return ppstream::cli::run_app(app, argc, argv, exit_code);
