@@ -111,6 +111,7 @@ SimReport report_header(const PipelineConfig& cfg, const SimOptions& opts, Strag
   report.world = cfg.world(opts.cluster);
   const auto cost_it = cfg.extra_sections.find("cost");
   report.cost = cost_it == cfg.extra_sections.end() ? CostSpec{} : parse_cost_spec(cost_it->second, cfg.num_stages());
+  report.memory = parse_memory_spec(cost_it == cfg.extra_sections.end() ? std::string() : cost_it->second, report.cost);
   const auto strag_it = cfg.extra_sections.find("straggler");
   straggler = strag_it == cfg.extra_sections.end() ? StragglerSpec{}
                                                    : parse_straggler_spec(strag_it->second, report.world, cfg.num_stages());
@@ -226,6 +227,12 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
       double wall_ms = 0;
       EngineResult run = run_trial(topo, model, opts, report.cost, policy, wall_ms);
       pr.trials.step_time_ms.push_back(run.makespan_ms);
+      // Memory of every trial (a straggler holds gradients longer); a cluster only trial 0's (cost).
+      if (trial == 0 || !opts.cluster) {
+        MemoryReport mem = compute_memory(s, run, c.stage_layers, report.memory, trial == 0 && !opts.svg_path.empty());
+        pr.peak_memory_bytes = std::max(pr.peak_memory_bytes, mem.peak_bytes);
+        if (trial == 0) pr.memory = std::move(mem);
+      }
       if (trial == 0) {
         pr.engine_wall_ms = wall_ms;
         const std::string path = policies.size() > 1 && !opts.trace_path.empty()
@@ -244,7 +251,7 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
   if (!opts.svg_path.empty()) {
     std::vector<SvgPanel> panels;
     for (size_t n = 0; n < sets.size(); ++n)
-      panels.push_back({fmt::format("reduce_grad: {}", to_string(policies[n])), &sets[n], &firsts[n]});
+      panels.push_back({fmt::format("reduce_grad: {}", to_string(policies[n])), &sets[n], &firsts[n], &report.runs[n].memory});
     write_file(opts.svg_path, render_svg(panels, replica0));
   }
   return report;

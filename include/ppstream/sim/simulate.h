@@ -13,6 +13,7 @@
 #include "ppstream/config/config.h"
 #include "ppstream/engine/engine.h"
 #include "ppstream/sim/cost_model.h"
+#include "ppstream/sim/memory.h"
 #include "ppstream/sim/metrics.h"
 
 namespace ppstream::sim {
@@ -44,12 +45,15 @@ struct PolicyRun {
   double engine_wall_ms = 0;           // trial 0, wall-clock time of run_engine
   size_t programs = 0;
   size_t instructions = 0;
+  MemoryReport memory;                 // trial 0 (with curves when an SVG is drawn)
+  double peak_memory_bytes = 0;        // max over ranks and every trial (memory.h)
 };
 
 struct SimReport {
   World world;
   DPMode mode = DPMode::NONE;
   CostSpec cost;
+  MemorySpec memory;                   // the memory model's sizes (cost: keys, memory.h)
   uint64_t seed = 0;
   bool cluster = false;
   PlatformKind platform = PlatformKind::ASCEND_MINDSPORE;
