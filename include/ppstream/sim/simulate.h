@@ -24,6 +24,8 @@ struct SimOptions {
   // ascend-mindspore-one-comm-stream (multi_stream:true) or cpu-serial; strict is untimed and refused.
   PlatformKind platform = PlatformKind::ASCEND_MINDSPORE;
   int32_t trials = 1;                  // seeded straggler draws; metrics detail is trial 0
+  int32_t threads = 0;                 // workers for trials 1..N-1 (0: one per hardware thread);
+                                       //   results are identical for every count (sim/trials.h)
   std::optional<uint64_t> seed;        // overrides straggler.seed
   std::string trace_path;              // Chrome trace of trial 0 ("" = none); with several
   std::string svg_path;                //   policies: NAME.inline.json, NAME.async.json; one SVG
