@@ -48,6 +48,7 @@ std::string tune_json(const TuneReport& r, int indent) {
             {"evaluated", r.evaluated},
             {"verified", r.verified},
             {"simulations", r.simulations},
+            {"trial_runs", r.trial_runs},
             {"stopped_by_budget", r.stopped_by_budget},
             {"wall_s", r.wall_s},
             {"time_to_best_s", r.time_to_best_s}};
@@ -71,8 +72,8 @@ std::string tune_json(const TuneReport& r, int indent) {
 }
 
 std::string tune_table(const TuneReport& r) {
-  std::string out = fmt::format("tune: objective {} over {} trials; {} points, {} verified, {} evaluated, {} simulate runs, {:.1f} s{}\n",
-                                to_string(r.objective), r.trials, r.candidates, r.verified, r.evaluated, r.simulations, r.wall_s,
+  std::string out = fmt::format("tune: objective {} over {} trials; {} points, {} verified, {} evaluated, {} scorings, {} trial runs, {:.1f} s{}\n",
+                                to_string(r.objective), r.trials, r.candidates, r.verified, r.evaluated, r.simulations, r.trial_runs, r.wall_s,
                                 r.stopped_by_budget ? " (stopped at --budget-s: best so far)" : "");
   if (r.memory_budget_bytes) out += fmt::format("memory budget {} per rank\n", sim::format_bytes(*r.memory_budget_bytes));
   const PlanResult* bb = best_baseline(r);

@@ -8,14 +8,15 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <memory>
 #include <stdexcept>
 
 #include "ppstream/engine/engine.h"
 #include "ppstream/lower/lower.h"
 #include "ppstream/program/format.h"
-#include "ppstream/sim/simulate.h"
 #include "ppstream/tune/tune.h"
 #include "ppstream/verify/verify.h"
+#include "tune/scoring.h"
 
 namespace ppstream::tune {
 namespace {
@@ -27,6 +28,7 @@ struct Candidate {
   Settings settings;        // differing from the config as written
   std::string label;
   PipelineConfig cfg;
+  std::unique_ptr<tune_detail::PlanScoring> scoring;  // compiled once, trials kept
   std::optional<PlanResult> result;  // the latest scoring (most trials)
   double first_scored_s = 0, last_scored_s = 0;
 };
@@ -86,7 +88,7 @@ class Search {
     rep_.memory_budget_bytes = o_.memory_budget_bytes;
     rep_.space = o_.space.empty() ? default_space(base_) : o_.space;
     base_yaml_ = to_yaml(base_);
-    rep_.as_written = score(base_, o_.trials, {}, "as written");
+    rep_.as_written = score_once(base_, {}, "as written");
     baselines();
     collect();
     halve();
@@ -109,24 +111,30 @@ class Search {
       throw std::invalid_argument("tune --memory-budget: expected a byte count > 0");
   }
 
-  // simulate over `trials` trials (0..trials-1, the same draws for every plan).
-  PlanResult score(const PipelineConfig& c, int32_t trials, const Settings& settings, const std::string& label) {
-    sim::SimOptions so;
-    so.trials = trials;
-    const sim::SimReport r = sim::simulate(c, so);
+  // Trials 0..trials-1 of `plan` (the same draws for every plan), extending what it has run.
+  PlanResult score(tune_detail::PlanScoring& plan, const PipelineConfig& c, int32_t trials, const Settings& settings,
+                   const std::string& label) {
+    const int32_t before = plan.trials();
+    const sim::TrialStats st = plan.extend(trials);
     ++rep_.simulations;
-    const sim::PolicyRun& pr = r.runs.at(0);
+    rep_.trial_runs += std::max(0, trials - before);
     PlanResult p;
     p.settings = settings;
     p.label = label;
     p.trials = trials;
-    p.p50_ms = pr.trials.p50_ms, p.p99_ms = pr.trials.p99_ms, p.mean_ms = pr.trials.mean_ms;
-    p.score_ms = objective_of(o_.objective, pr.trials);
-    p.peak_memory_bytes = pr.peak_memory_bytes;
-    for (const sim::RankMemory& m : pr.memory.ranks) p.peak_per_rank_bytes.push_back(m.peak_bytes);
+    p.p50_ms = st.p50_ms, p.p99_ms = st.p99_ms, p.mean_ms = st.mean_ms;
+    p.score_ms = objective_of(o_.objective, st);
+    p.peak_memory_bytes = plan.peak_memory_bytes();
     p.over_budget = o_.memory_budget_bytes && p.peak_memory_bytes > *o_.memory_budget_bytes;
     p.yaml = to_yaml(c);
     if (o_.progress) o_.progress(rep_.simulations, planned_, label);
+    return p;
+  }
+  // A plan scored once over every trial (the config as written, the baselines).
+  PlanResult score_once(const PipelineConfig& c, const Settings& settings, const std::string& label) {
+    tune_detail::PlanScoring plan(c);
+    PlanResult p = score(plan, c, o_.trials, settings, label);
+    p.peak_per_rank_bytes = plan.peak_per_rank_trial0();
     return p;
   }
   // The three policy baselines as written (the comparison set).
@@ -139,7 +147,7 @@ class Search {
     for (const auto& [name, s] : b) {
       PipelineConfig c = base_;
       apply_overrides(c, s);
-      rep_.baselines.push_back(score(c, o_.trials, s, name));
+      rep_.baselines.push_back(score_once(c, s, name));
     }
   }
 
@@ -177,7 +185,12 @@ class Search {
         rep_.log.push_back({label, -1, 0, 0, "duplicate of " + it->second});
         continue;
       }
-      cands_.push_back({std::move(diff), label, std::move(c), std::nullopt, 0, 0});
+      try {
+        auto scoring = std::make_unique<tune_detail::PlanScoring>(c);
+        cands_.push_back({std::move(diff), label, std::move(c), std::move(scoring), std::nullopt, 0, 0});
+      } catch (const std::exception& e) {  // verified above under every profile: not expected
+        rep_.log.push_back({label, -1, 0, 0, fmt::format("does not compile: {}", e.what())});
+      }
     }
   }
   // Does key=value change the config as written? (Cached: one to_yaml per distinct setting.)
@@ -206,7 +219,7 @@ class Search {
       for (size_t k : alive) {
         if (out_of_time()) break;
         Candidate& c = cands_[k];
-        PlanResult p = score(c.cfg, t, c.settings, c.label);
+        PlanResult p = score(*c.scoring, c.cfg, t, c.settings, c.label);
         if (!c.result) c.first_scored_s = elapsed();
         c.last_scored_s = elapsed();
         const bool over = p.over_budget;
@@ -242,7 +255,10 @@ class Search {
       if (x.trials != y.trials) return x.trials > y.trials;
       return x.score_ms < y.score_ms;
     });
-    for (size_t n = 0; n < order.size() && n < static_cast<size_t>(o_.show); ++n) rep_.plans.push_back(*cands_[order[n]].result);
+    for (size_t n = 0; n < order.size() && n < static_cast<size_t>(o_.show); ++n) {
+      rep_.plans.push_back(*cands_[order[n]].result);
+      rep_.plans.back().peak_per_rank_bytes = cands_[order[n]].scoring->peak_per_rank_trial0();
+    }
     if (!order.empty()) rep_.time_to_best_s = cands_[order.front()].last_scored_s;
     rep_.wall_s = elapsed();
   }

@@ -1,8 +1,9 @@
 // tune: search the plans a configuration can be compiled to (schedule, P2P flags, reduction
 // placement and queue order, FSDP prefetch depth) for the lowest step-time objective under the
 // config's straggler model, within a memory budget. Every plan is compiled and verified before
-// it is scored; scoring is `simulate` (the one engine semantics) over seeded trials, the same
-// trials for every plan (common random numbers), pruned by successive halving. docs/tune.md.
+// it is scored; scoring is the simulator's trial runs (the one engine semantics) over seeded trials, the same
+// trials for every plan (common random numbers), pruned by successive halving; a plan is compiled
+// once and a later rung runs only the trials it adds (sim/trials.h). docs/tune.md.
 #pragma once
 
 #include <cstdint>
@@ -82,7 +83,8 @@ struct TuneReport {
   int64_t candidates = 0;                    // points of the space
   int64_t evaluated = 0;                     // distinct plans compiled, verified and scored (any rung)
   int64_t verified = 0;                      // distinct plans that compiled and verified
-  int64_t simulations = 0;                   // plan × rung runs of simulate
+  int64_t simulations = 0;                   // plan × rung scorings (the baselines one each)
+  int64_t trial_runs = 0;                    // engine runs over every scoring (each trial once per plan)
   bool stopped_by_budget = false;
   double wall_s = 0, time_to_best_s = 0;     // time to the first scoring of the plan that ends best
   std::vector<LogEntry> log;

@@ -75,8 +75,11 @@ TEST(Tune, ApplyOutputReproducesTheReportedP99Exactly) {
   EXPECT_EQ(rep.runs.at(0).trials.p50_ms, best.p50_ms);
   EXPECT_EQ(rep.runs.at(0).peak_memory_bytes, best.peak_memory_bytes);
   // Best first, and no better than any listed plan.
-  for (const PlanResult& p : r.plans)
-    if (p.trials == best.trials) EXPECT_LE(best.score_ms, p.score_ms);
+  for (const PlanResult& p : r.plans) {
+    if (p.trials == best.trials) {
+      EXPECT_LE(best.score_ms, p.score_ms);
+    }
+  }
 }
 
 TEST(Tune, BaselinesAreTheConfigsPoliciesOverTheSameTrials) {
@@ -102,6 +105,8 @@ TEST(Tune, SuccessiveHalvingPrunesAndKeepsTheTrialsCommon) {
   for (const LogEntry& e : r.log) pruned += e.outcome == "pruned";
   EXPECT_EQ(pruned, 5);
   EXPECT_EQ(r.simulations, 4 + 6 + 2 + 1);  // 4 baselines (as written + 3) and the rungs
+  // Each plan runs each trial once: 4 x 27 for the baselines, then 6 x 3 + 2 x (9 - 3) + (27 - 9).
+  EXPECT_EQ(r.trial_runs, 4 * 27 + 6 * 3 + 2 * 6 + 18);
 }
 
 TEST(Tune, BudgetStopsTheSearchWithWhatItHas) {
