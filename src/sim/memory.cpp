@@ -195,16 +195,22 @@ MemorySpec parse_memory_spec(const std::string& cost_yaml, const CostSpec& cost)
 }
 
 MemoryReport compute_memory(const ProgramSet& set, const EngineResult& run, const std::vector<LayerRange>& stage_layers,
-                            const MemorySpec& spec, bool curves) {
+                            const MemorySpec& spec, bool curves, const std::function<bool(const Program&)>& only) {
   if (!run.completed || run.timing.size() != set.programs.size())
     throw std::invalid_argument("memory: the run did not complete (a deadlocked step has no memory timeline)");
   MemoryReport rep;
+  bool any = false;  // a computed rank seen
   for (size_t p = 0; p < set.programs.size(); ++p) {
     const Program& prog = set.programs[p];
+    if (only && !only(prog)) {
+      rep.ranks.push_back({prog.rank, prog.pp_rank, 0, 0, {}, 0, {}, false});
+      continue;
+    }
     Collector c(prog, run.timing[p], stage_layers, spec, run.makespan_ms);
     rep.ranks.push_back(sweep(prog, c.run(), curves));
-    if (rep.ranks.back().peak_bytes > rep.peak_bytes || p == 0)
+    if (rep.ranks.back().peak_bytes > rep.peak_bytes || !any)
       rep.peak_bytes = rep.ranks.back().peak_bytes, rep.peak_rank = prog.rank;
+    any = true;
   }
   return rep;
 }

@@ -37,11 +37,11 @@ json rank_json(const RankMetrics& r) {
 }
 
 // The memory model's figures (memory.h): the peak over every trial, trial 0's peak per rank.
-json memory_json(const SimReport& rep, const PolicyRun& pr) {
+json memory_json(const PolicyRun& pr) {
   const MemoryReport& m = pr.memory;
   json ranks = json::array();
   for (const RankMemory& r : m.ranks) {
-    if (rep.cluster && r.rank.v != r.pp_rank * rep.world.dp()) continue;
+    if (!r.computed) continue;
     ranks.push_back({{"rank", r.rank.v}, {"pp_rank", r.pp_rank}, {"peak_bytes", r.peak_bytes}, {"peak_ms", r.peak_ms},
                      {"activation_bytes", r.at_peak.activations}, {"param_bytes", r.at_peak.params},
                      {"grad_bytes", r.at_peak.grads}, {"recv_bytes", r.at_peak.recv}, {"stashes", r.peak_stashes}});
@@ -93,7 +93,7 @@ json run_json(const SimReport& rep, const PolicyRun& pr) {
     path.push_back({{"rank", c.rank.v}, {"stream", c.stream}, {"index", c.index}, {"text", c.text},
                     {"start_ms", c.start_ms}, {"end_ms", c.end_ms}, {"via", c.via}});
   j["critical_path"] = std::move(path);
-  j["memory"] = memory_json(rep, pr);
+  j["memory"] = memory_json(pr);
   return j;
 }
 
@@ -183,7 +183,7 @@ std::string report_table(const SimReport& rep) {
   std::map<int32_t, std::vector<double>> peaks;
   for (const PolicyRun& pr : rep.runs)
     for (const RankMemory& r : pr.memory.ranks)
-      if (!rep.cluster || r.rank.v == r.pp_rank * rep.world.dp()) peaks[r.rank.v].push_back(r.peak_bytes / kGiB);
+      if (r.computed) peaks[r.rank.v].push_back(r.peak_bytes / kGiB);
   for (auto& [r, v] : peaks) {
     out += fmt::format("{:<26}", fmt::format("peak_memory_gib r{}", r));
     for (double x : v) out += fmt::format("{:>14.3f}", x);

@@ -140,7 +140,8 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
     SimCostModel model = trial_cost_model(plan, setup, 0);
     EngineResult run = run_trial(plan, model, opts.platform, &pr.engine_wall_ms);
     pr.trials.step_time_ms.push_back(run.makespan_ms);
-    pr.memory = compute_memory(plan.programs(), run, plan.config().stage_layers, report.memory, !opts.svg_path.empty());
+    pr.memory = compute_memory(plan.programs(), run, plan.config().stage_layers, report.memory, !opts.svg_path.empty(),
+                               opts.cluster ? replica0 : ProgramFilter{});
     pr.peak_memory_bytes = pr.memory.peak_bytes;
     const std::string path = policies.size() > 1 && !opts.trace_path.empty()
                                  ? with_suffix(opts.trace_path, to_string(policy))

@@ -186,7 +186,7 @@ std::string render_svg(const std::vector<SvgPanel>& panels, const ProgramFilter&
     for (size_t p = 0; p < pn.set->programs.size(); ++p) {
       if (filter && !filter(pn.set->programs[p])) continue;
       draw_rank(o, pn.set->programs[p], pn.run->timing[p], y, scale);
-      if (pn.memory) draw_memory(o, pn.memory->ranks[p], y + 2 * kLane, scale, max_bytes, span);
+      if (pn.memory && pn.memory->ranks[p].computed) draw_memory(o, pn.memory->ranks[p], y + 2 * kLane, scale, max_bytes, span);
       y += row_height(pn);
     }
     y += 6;

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -70,19 +71,23 @@ struct RankMemory {
   MemoryBreakdown at_peak;        // what is held then
   int32_t peak_stashes = 0;       // activation stashes (microbatch × stage) held then, whole or W part
   std::vector<MemoryPoint> curve; // the step function, starting at (0, 0); empty unless asked
+  bool computed = true;           // false: left out by the caller's filter (every figure 0)
 };
 
 struct MemoryReport {
   std::vector<RankMemory> ranks;  // every program, in set order
-  double peak_bytes = 0;          // max over ranks
+  double peak_bytes = 0;          // max over the ranks computed
   Rank peak_rank;                 // the first rank (set order) reaching it
 };
 
 // The memory of one completed run of `set` (its timings). `stage_layers`: L(s) per virtual stage
 // (PipelineConfig::stage_layers). `curves`: keep each rank's step function (the SVG's lane).
+// `only`: when set, the programs it rejects are listed with computed = false and not swept
+// (simulate --cluster sweeps replica 0: every replica runs the same programs).
 // Throws std::invalid_argument if the run did not complete or a stage has no layer count.
 MemoryReport compute_memory(const ProgramSet& set, const EngineResult& run, const std::vector<LayerRange>& stage_layers,
-                            const MemorySpec& spec, bool curves = false);
+                            const MemorySpec& spec, bool curves = false,
+                            const std::function<bool(const Program&)>& only = {});
 
 // "1.50 GiB", "12.0 MiB", "512 B": binary units for tables.
 std::string format_bytes(double bytes);

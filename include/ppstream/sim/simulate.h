@@ -48,7 +48,7 @@ struct PolicyRun {
   size_t programs = 0;
   size_t instructions = 0;
   MemoryReport memory;                 // trial 0 (with curves when an SVG is drawn)
-  double peak_memory_bytes = 0;        // max over ranks and every trial (memory.h)
+  double peak_memory_bytes = 0;        // max over ranks and every trial (memory.h); cluster: replica 0, trial 0
 };
 
 struct SimReport {

@@ -203,3 +203,34 @@ TEST(Memory, ReportedInJsonTableAndSvg) {
 
 }  // namespace
 }  // namespace ppstream::sim
+
+namespace ppstream::sim {
+namespace {
+
+// --cluster sweeps replica 0 (every replica runs the same programs): PP2 x dp 2, ranks 0..3,
+// replica 0 = ranks 0 and 2; the peaks are the one-replica run's.
+TEST(Memory, ClusterSweepsReplicaZero) {
+  const PipelineConfig cfg = load_config_text(R"(
+pipeline_parallel_size: 2
+micro_batch_num: 4
+num_layers: 2
+schedule: 1f1b
+data_parallel: {mode: hsdp, shard_size: 1, replicate_size: 2}
+cost: {forward_ms_per_layer: 1, backward_ms_per_layer: 2, stash_bytes_per_layer: 1}
+)",
+                                              "test");
+  SimOptions o;
+  o.cluster = true;
+  const SimReport rep = simulate(cfg, o);
+  const MemoryReport& m = rep.runs.at(0).memory;
+  ASSERT_EQ(m.ranks.size(), 4u);
+  std::vector<bool> computed;
+  for (const RankMemory& r : m.ranks) computed.push_back(r.computed);
+  EXPECT_EQ(computed, (std::vector<bool>{true, false, true, false}));
+  EXPECT_DOUBLE_EQ(m.ranks[0].peak_bytes, 2.0);
+  EXPECT_DOUBLE_EQ(m.ranks[2].peak_bytes, 1.0);
+  EXPECT_EQ(m.peak_rank, Rank{0});
+}
+
+}  // namespace
+}  // namespace ppstream::sim
