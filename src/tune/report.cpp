@@ -56,7 +56,13 @@ std::string tune_json(const TuneReport& r, int indent) {
   for (const Dimension& d : r.space) space.push_back({{"key", d.key}, {"values", d.values}});
   j["space"] = std::move(space);
   json plans = json::array();
-  for (const PlanResult& p : r.plans) plans.push_back(plan_json(p));
+  for (const PlanResult& p : r.plans) {
+    json j2 = plan_json(p);
+    json vs = {{"as written", change(p.score_ms, r.as_written.score_ms)}};
+    for (const PlanResult& b : r.baselines) vs[b.label] = change(p.score_ms, b.score_ms);
+    j2["change_ratio"] = std::move(vs);
+    plans.push_back(std::move(j2));
+  }
   j["plans"] = std::move(plans);
   j["as_written"] = plan_json(r.as_written);
   json base = json::array();

@@ -121,6 +121,8 @@ TEST(Tune, JsonHasThePlansAndCounts) {
   const auto j = nlohmann::json::parse(tune_json(tune(small(), options(9))));
   ASSERT_FALSE(j["plans"].empty());
   for (const char* k : {"settings", "p50_ms", "p99_ms", "mean_ms", "peak_memory_bytes"}) EXPECT_TRUE(j["plans"][0].contains(k)) << k;
+  EXPECT_EQ(j["plans"][0]["change_ratio"].size(), 4u);  // as written and the three baselines
+  EXPECT_LE(j["plans"][0]["change_ratio"]["inline"].get<double>(), 0.0);  // the best is no worse than a baseline
   EXPECT_EQ(j["evaluated"].get<int>(), 6);
   EXPECT_EQ(j["verified"].get<int>(), 8);
 }
