@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "ppstream/sim/memory.h"
@@ -86,10 +87,9 @@ std::string tune_table(const TuneReport& r) {
   out += fmt::format("{:<4}{:>10}{:>10}{:>10}{:>8}{:>12}{:>10}{:>10}  {}\n", "#", "p50_ms", "p99_ms", "mean_ms", "trials",
                      "peak_mem", "vs_cfg", "vs_base", "settings");
   auto line = [&](const std::string& tag, const PlanResult& p) {
-    out += fmt::format("{:<4}{:>10.3f}{:>10.3f}{:>10.3f}{:>8}{:>12}{:>+9.2f}%{:>+9.2f}%  {}\n", tag, p.p50_ms, p.p99_ms, p.mean_ms,
-                       p.trials, sim::format_bytes(p.peak_memory_bytes),
-                       100 * change(p.score_ms, r.as_written.score_ms), bb ? 100 * change(p.score_ms, bb->score_ms) : 0.0,
-                       p.label);
+    out += fmt::format("{:<4}{:>10.3f}{:>10.3f}{:>10.3f}{:>8}{:>12}{:>+9.2f}%{:>10}  {}\n", tag, p.p50_ms, p.p99_ms, p.mean_ms,
+                       p.trials, sim::format_bytes(p.peak_memory_bytes), 100 * change(p.score_ms, r.as_written.score_ms),
+                       bb ? fmt::format("{:+.2f}%", 100 * change(p.score_ms, bb->score_ms)) : std::string("-"), p.label);
   };
   for (size_t n = 0; n < r.plans.size(); ++n) line(std::to_string(n + 1), r.plans[n]);
   out += "baselines (the config as written, and its reduction policies):\n";
@@ -101,8 +101,18 @@ std::string tune_table(const TuneReport& r) {
       out += fmt::format(" r{} {}", k, sim::format_bytes(r.plans.front().peak_per_rank_bytes[k]));
     out += "\n";
   } else {
-    out += "no plan in the space is within the memory budget\n";
+    out += r.evaluated > 0 ? "no plan in the space is within the memory budget\n" : "no plan in the space was scored\n";
   }
+  // Plans set aside before scoring, by reason (the first of each kind named; --json has all).
+  std::map<std::string, std::pair<int64_t, std::string>> aside;
+  for (const LogEntry& e : r.log) {
+    if (e.rung >= 0) continue;
+    const std::string kind = e.outcome.substr(0, e.outcome.find_first_of(":"));
+    auto& [n, first] = aside[kind.rfind("duplicate", 0) == 0 ? "duplicate" : kind];
+    if (n++ == 0) first = e.plan + ": " + e.outcome;
+  }
+  for (const auto& [kind, v] : aside)
+    out += fmt::format("set aside, {}: {} (first: {})\n", kind, v.first, v.second.substr(0, 300));
   if (bb) out += fmt::format("vs_base: against the best baseline ({}, {} {:.3f} ms)\n", bb->label, to_string(r.objective), bb->score_ms);
   return out;
 }

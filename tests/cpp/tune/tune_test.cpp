@@ -127,6 +127,18 @@ TEST(Tune, JsonHasThePlansAndCounts) {
   EXPECT_EQ(j["verified"].get<int>(), 8);
 }
 
+TEST(Tune, PlansTheConfigRejectsAreLoggedNotScored) {
+  TuneOptions o = options(3);
+  o.space = {{"schedule", {"1f1b", "interleaved_1f1b"}}};  // interleaved needs vpp > 1
+  const TuneReport r = tune(small(), o);
+  EXPECT_EQ(r.candidates, 2);
+  EXPECT_EQ(r.verified, 1);
+  ASSERT_FALSE(r.log.empty());
+  EXPECT_EQ(r.log.front().plan, "schedule=interleaved_1f1b");
+  EXPECT_EQ(r.log.front().outcome.rfind("invalid: config:", 0), 0u) << r.log.front().outcome;
+  EXPECT_NE(tune_table(r).find("set aside, invalid: 1"), std::string::npos) << tune_table(r);
+}
+
 TEST(Tune, SpaceAxesAreChecked) {
   const PipelineConfig cfg = small();
   EXPECT_EQ(parse_dimension("schedule=gpipe,1f1b", cfg).values.size(), 2u);
