@@ -42,7 +42,7 @@ CostSpec parse_cost_spec(const std::string& yaml_text, int32_t num_stages) {
                     "moe_dispatch_ms_per_layer", "moe_combine_ms_per_layer", "optimizer_ms", "p2p_latency_ms",
                     "p2p_bandwidth_gb_per_s", "activation_bytes", "grad_bytes_per_layer", "param_bytes_per_layer",
                     "collective_alpha_ms", "shard_bandwidth_gb_per_s", "replicate_bandwidth_gb_per_s", "link_sharing",
-                    "backward_input_fraction"});
+                    "backward_input_fraction", "host_issue_ms"});
   CostSpec c;
   auto num = [&](const char* key, double& field) {
     if (root[key]) field = yaml::number(kSection, key, root[key], 0.0);
@@ -63,6 +63,7 @@ CostSpec parse_cost_spec(const std::string& yaml_text, int32_t num_stages) {
   num("collective_alpha_ms", c.collective_alpha_ms);
   num("shard_bandwidth_gb_per_s", c.shard_bandwidth_gb_per_s);
   num("replicate_bandwidth_gb_per_s", c.replicate_bandwidth_gb_per_s);
+  num("host_issue_ms", c.host_issue_ms);
   if (root["stage_forward_ms"]) c.stage_forward_ms = stage_list(root["stage_forward_ms"], "stage_forward_ms", num_stages);
   if (root["stage_backward_ms"]) c.stage_backward_ms = stage_list(root["stage_backward_ms"], "stage_backward_ms", num_stages);
   if (root["link_sharing"]) {

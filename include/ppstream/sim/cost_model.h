@@ -23,6 +23,7 @@
 //     shard_bandwidth_gb_per_s: 50     # ring bandwidth inside a shard group
 //     replicate_bandwidth_gb_per_s: 25 # ring bandwidth inside a replicate group
 //     link_sharing: dedicated          # dedicated | fair | p2p_priority | reduce_priority
+//     host_issue_ms: 0.0               # host time to issue one instruction (every kind), ms
 //
 // Collective formulas (ring algorithms; Thakur, Rabenseifner, Gropp, "Optimization of Collective
 // Communication Operations in MPICH", IJHPCA 19(1), 2005; Patarasuk, Yuan, "Bandwidth optimal
@@ -66,6 +67,9 @@ struct CostSpec {
   double shard_bandwidth_gb_per_s = 0.0;      // 0: bandwidth term is free
   double replicate_bandwidth_gb_per_s = 0.0;
   LinkSharing link_sharing = LinkSharing::DEDICATED;
+  // Host time to issue one instruction of any kind (CostModel::host_issue_ms): PyNative's per-op
+  // host launch cost on Ascend, replay's per-instruction runtime cost (`replay --calibrate`).
+  double host_issue_ms = 0.0;
 };
 
 // Parses the `cost:` section text; `num_stages` checks the per-stage lists. Throws ConfigError.
@@ -87,6 +91,7 @@ class SimCostModel : public CostModel {
   double collective_ms(const Program& p, const Instr& i) const override;
   double arrival_delay_ms(const Program& p, const Instr& i) const override;
   double external_arrival_ms(const Program& p, const Instr& i) const override;
+  double host_issue_ms(const Program& /*p*/, const Instr& /*i*/) const override { return cost_.host_issue_ms; }
 
   // Link sharing: extra transfer time per instruction ([program index][instr index]), set by the
   // simulator from a first run's overlaps; empty means none.
