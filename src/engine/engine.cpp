@@ -155,9 +155,8 @@ class Runner {
   }
 
   void try_start(int32_t p, int32_t i, double t) {
-    const Instr& in = instr(p, i);
     InstrTiming& tm = st_.timing(p, i);
-    switch (in.op) {
+    switch (st_.topo.op_of[st_.topo.global(p, i)]) {
       case OpKind::WAIT: {
         const int32_t e = st_.topo.event_slot(p, i);
         if (st_.platform.events_enforced() && !happened(st_.fired[e])) return;  // woken by the RECORD
@@ -377,8 +376,8 @@ class Runner {
     const int32_t p = c.prog, i = c.index;
     st_.timing(p, i).end_ms = c.t;
     st_.res.makespan_ms = std::max(st_.res.makespan_ms, c.t);
-    const Instr& in = instr(p, i);
-    if (in.op == OpKind::RECORD) fire(p, st_.topo.event_id(st_.topo.global(p, i)), c.t);
+    const int32_t g = st_.topo.global(p, i);
+    if (st_.topo.op_of[g] == OpKind::RECORD) fire(p, st_.topo.event_id(g), c.t);
     const int32_t slot = st_.topo.stream_base[p] + c.stream;
     ++st_.head[slot];
     const int32_t next = st_.head_instr(slot);
@@ -397,10 +396,11 @@ class Runner {
     for (int32_t slot = st_.topo.stream_base[p]; slot < st_.topo.stream_base[p + 1]; ++slot) {
       const int32_t h = st_.head_instr(slot);
       if (h == kNone) continue;
+      const int32_t g = st_.topo.global(p, h);  // the op and event first: dense tables, no Instr
+      if (st_.topo.op_of[g] != OpKind::WAIT || st_.topo.event_id(g) != local_event) continue;
       const InstrTiming& tm = st_.timing(p, h);
       if (!tm.issued() || tm.started() || !tm.at_head()) continue;
-      if (instr(p, h).op == OpKind::WAIT && st_.topo.event_id(st_.topo.global(p, h)) == local_event)
-        try_start(p, h, std::max(t, tm.ready_ms));
+      try_start(p, h, std::max(t, tm.ready_ms));
     }
   }
 };

@@ -103,6 +103,9 @@ class SimCostModel : public CostModel {
 
  private:
   double extra(const Program& p, const Instr& i) const;
+  // The entry of [program index][instr index] table for (p, i) when p is a program of the set
+  // and the table has its row, else nullptr.
+  const double* row_of(const std::vector<std::vector<double>>& table, const Program& p, const Instr& i) const;
   int32_t global_rank(const Program& p) const;
 
   const ProgramSet* set_;
@@ -112,6 +115,7 @@ class SimCostModel : public CostModel {
   // One-replica sets: slowest outside member per [pp_rank][stage] for each collective kind.
   std::vector<std::vector<double>> outside_reduce_ms_, outside_unshard_ms_;
   std::vector<std::vector<double>> extra_ms_;
+  std::vector<std::vector<double>> batch_ms_;  // base_batch_ms per BATCH of the set (0 elsewhere)
 };
 
 }  // namespace ppstream::sim
