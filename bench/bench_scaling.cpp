@@ -3,7 +3,7 @@
 // time ~ n^k (least squares on log-log). Issue 12: simulate must stay near M·log M in
 // micro_batch_num (seed-300b-moe, up to 65,536) and verify bounded on 16 ranks × 100k
 // instructions. Not a Google Benchmark: one run per size is the measurement.
-//   bench_scaling            all tables;   bench_scaling sim | verify   one of them
+//   bench_scaling            all tables;   bench_scaling sim | verify | cluster   one of them
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,7 +13,9 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ppstream/config/config.h"
@@ -109,11 +111,55 @@ void bench_verify() {
   print("verify, 16 ranks (pp=16, 1f1b): n = instructions per rank (set compiled in the parent)", "instr/rank", v);
 }
 
+// Issue 19 item 4: the seed's cluster (16,384 ranks) over 100 straggler trials, and one step of
+// the 131,072-rank cluster (replicate 1024), each in its own child, beside the figures the issue
+// measured before the trial runner (quiet machine, Release as `pip install .` builds it).
+void bench_cluster() {
+  const PipelineConfig base = load_config_file(std::string(PPSTREAM_SOURCE_DIR) + "/examples/seed-300b-moe.yaml");
+  struct Row {
+    const char* what;
+    const char* before;  // the issue's figure
+    double goal_s, goal_gib;
+    Sample s;
+  };
+  std::vector<Row> rows;
+  for (int trials : {1, 10, 100}) {
+    const char* before = trials == 1 ? "6.1-8.6 s, 0.9 GB" : trials == 10 ? "49 s" : "~8 min (10 x 49 s)";
+    rows.push_back({trials == 1 ? "--cluster (16,384 ranks)" : trials == 10 ? "--cluster --trials 10" : "--cluster --trials 100",
+                    before, trials == 100 ? 60.0 : NAN, NAN, measure(trials, [&] {
+                      sim::SimOptions o;
+                      o.cluster = true;
+                      o.trials = trials;
+                      sim::simulate(base, o);
+                    })});
+  }
+  rows.push_back({"--cluster, replicate_size=1024 (131,072 ranks)", "63 s, 7.1 GB", 10.0, 4.0, measure(1, [&] {
+                    PipelineConfig cfg = base;
+                    apply_overrides(cfg, {{"data_parallel.replicate_size", "1024"}});
+                    sim::SimOptions o;
+                    o.cluster = true;
+                    sim::simulate(cfg, o);
+                  })});
+  std::printf("simulate seed-300b-moe.yaml (compile + verify + every trial + metrics; trials on %u hardware threads)\n",
+              std::thread::hardware_concurrency());
+  std::printf("%-48s %8s %8s %10s  %-22s %s\n", "run", "wall_s", "cpu_s", "peak_rss_gb", "issue (before)", "goal");
+  for (const Row& r : rows) {
+    std::string goal = std::isnan(r.goal_s) ? "" : "< " + std::to_string(static_cast<int>(r.goal_s)) + " s";
+    if (!std::isnan(r.goal_gib)) goal += ", < " + std::to_string(static_cast<int>(r.goal_gib)) + " GB";
+    std::printf("%-48s %8.2f %8.2f %10.2f  %-22s %s\n", r.what, r.s.seconds, r.s.cpu_seconds, r.s.rss_mib * 1048576.0 / 1e9,
+                r.before, goal.c_str());
+  }
+  double load[3] = {NAN, NAN, NAN};
+  if (getloadavg(load, 3) > 0) std::printf("load average now: %.1f %.1f %.1f\n", load[0], load[1], load[2]);
+  std::printf("\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "all";
   if (which == "all" || which == "sim") bench_sim();
   if (which == "all" || which == "verify") bench_verify();
+  if (which == "all" || which == "cluster") bench_cluster();
   return 0;
 }
