@@ -116,39 +116,29 @@ void bench_verify() {
 // measured before the trial runner (quiet machine, Release as `pip install .` builds it).
 void bench_cluster() {
   const PipelineConfig base = load_config_file(std::string(PPSTREAM_SOURCE_DIR) + "/examples/seed-300b-moe.yaml");
-  struct Row {
-    const char* what;
-    const char* before;  // the issue's figure
-    double goal_s, goal_gib;
-    Sample s;
-  };
-  std::vector<Row> rows;
-  for (int trials : {1, 10, 100}) {
-    const char* before = trials == 1 ? "6.1-8.6 s, 0.9 GB" : trials == 10 ? "49 s" : "~8 min (10 x 49 s)";
-    rows.push_back({trials == 1 ? "--cluster (16,384 ranks)" : trials == 10 ? "--cluster --trials 10" : "--cluster --trials 100",
-                    before, trials == 100 ? 60.0 : NAN, NAN, measure(trials, [&] {
-                      sim::SimOptions o;
-                      o.cluster = true;
-                      o.trials = trials;
-                      sim::simulate(base, o);
-                    })});
-  }
-  rows.push_back({"--cluster, replicate_size=1024 (131,072 ranks)", "63 s, 7.1 GB", 10.0, 4.0, measure(1, [&] {
-                    PipelineConfig cfg = base;
-                    apply_overrides(cfg, {{"data_parallel.replicate_size", "1024"}});
-                    sim::SimOptions o;
-                    o.cluster = true;
-                    sim::simulate(cfg, o);
-                  })});
   std::printf("simulate seed-300b-moe.yaml (compile + verify + every trial + metrics; trials on %u hardware threads)\n",
               std::thread::hardware_concurrency());
-  std::printf("%-48s %8s %8s %10s  %-22s %s\n", "run", "wall_s", "cpu_s", "peak_rss_gb", "issue (before)", "goal");
-  for (const Row& r : rows) {
-    std::string goal = std::isnan(r.goal_s) ? "" : "< " + std::to_string(static_cast<int>(r.goal_s)) + " s";
-    if (!std::isnan(r.goal_gib)) goal += ", < " + std::to_string(static_cast<int>(r.goal_gib)) + " GB";
-    std::printf("%-48s %8.2f %8.2f %10.2f  %-22s %s\n", r.what, r.s.seconds, r.s.cpu_seconds, r.s.rss_mib * 1048576.0 / 1e9,
-                r.before, goal.c_str());
-  }
+  std::printf("%-48s %8s %8s %12s  %-22s %s\n", "run", "wall_s", "cpu_s", "peak_rss_gb", "issue (before)", "goal");
+  // Each row is printed as soon as it is measured (the last ones take minutes).
+  auto row = [](const char* what, const char* before, const char* goal, const Sample& s) {
+    std::printf("%-48s %8.2f %8.2f %12.2f  %-22s %s\n", what, s.seconds, s.cpu_seconds, s.rss_mib * 1048576.0 / 1e9,
+                before, goal);
+    std::fflush(stdout);
+  };
+  auto cluster = [&](int trials, const char* replicate) {
+    return measure(trials, [&] {
+      PipelineConfig cfg = base;
+      if (replicate) apply_overrides(cfg, {{"data_parallel.replicate_size", replicate}});
+      sim::SimOptions o;
+      o.cluster = true;
+      o.trials = trials;
+      sim::simulate(cfg, o);
+    });
+  };
+  row("--cluster (16,384 ranks)", "6.1-8.6 s, 0.9 GB", "", cluster(1, nullptr));
+  row("--cluster --trials 10", "49 s", "", cluster(10, nullptr));
+  row("--cluster --trials 100", "~8 min (10 x 49 s)", "< 60 s", cluster(100, nullptr));
+  row("--cluster, replicate_size=1024 (131,072 ranks)", "63 s, 7.1 GB", "< 10 s, < 4 GB", cluster(1, "1024"));
   double load[3] = {NAN, NAN, NAN};
   if (getloadavg(load, 3) > 0) std::printf("load average now: %.1f %.1f %.1f\n", load[0], load[1], load[2]);
   std::printf("\n");
