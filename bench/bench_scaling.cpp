@@ -3,7 +3,7 @@
 // time ~ n^k (least squares on log-log). Issue 12: simulate must stay near M·log M in
 // micro_batch_num (seed-300b-moe, up to 65,536) and verify bounded on 16 ranks × 100k
 // instructions. Not a Google Benchmark: one run per size is the measurement.
-//   bench_scaling            all tables;   bench_scaling sim | verify   one of them
+//   bench_scaling            all tables;   bench_scaling sim | verify | cluster   one of them
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,7 +13,9 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ppstream/config/config.h"
@@ -109,11 +111,45 @@ void bench_verify() {
   print("verify, 16 ranks (pp=16, 1f1b): n = instructions per rank (set compiled in the parent)", "instr/rank", v);
 }
 
+// Issue 19 item 4: the seed's cluster (16,384 ranks) over 100 straggler trials, and one step of
+// the 131,072-rank cluster (replicate 1024), each in its own child, beside the figures the issue
+// measured before the trial runner (quiet machine, Release as `pip install .` builds it).
+void bench_cluster() {
+  const PipelineConfig base = load_config_file(std::string(PPSTREAM_SOURCE_DIR) + "/examples/seed-300b-moe.yaml");
+  std::printf("simulate seed-300b-moe.yaml (compile + verify + every trial + metrics; trials on %u hardware threads)\n",
+              std::thread::hardware_concurrency());
+  std::printf("%-48s %8s %8s %12s  %-22s %s\n", "run", "wall_s", "cpu_s", "peak_rss_gb", "issue (before)", "goal");
+  // Each row is printed as soon as it is measured (the last ones take minutes).
+  auto row = [](const char* what, const char* before, const char* goal, const Sample& s) {
+    std::printf("%-48s %8.2f %8.2f %12.2f  %-22s %s\n", what, s.seconds, s.cpu_seconds, s.rss_mib * 1048576.0 / 1e9,
+                before, goal);
+    std::fflush(stdout);
+  };
+  auto cluster = [&](int trials, const char* replicate) {
+    return measure(trials, [&] {
+      PipelineConfig cfg = base;
+      if (replicate) apply_overrides(cfg, {{"data_parallel.replicate_size", replicate}});
+      sim::SimOptions o;
+      o.cluster = true;
+      o.trials = trials;
+      sim::simulate(cfg, o);
+    });
+  };
+  row("--cluster (16,384 ranks)", "6.1-8.6 s, 0.9 GB", "", cluster(1, nullptr));
+  row("--cluster --trials 10", "49 s", "", cluster(10, nullptr));
+  row("--cluster --trials 100", "~8 min (10 x 49 s)", "< 60 s", cluster(100, nullptr));
+  row("--cluster, replicate_size=1024 (131,072 ranks)", "63 s, 7.1 GB", "< 10 s, < 4 GB", cluster(1, "1024"));
+  double load[3] = {NAN, NAN, NAN};
+  if (getloadavg(load, 3) > 0) std::printf("load average now: %.1f %.1f %.1f\n", load[0], load[1], load[2]);
+  std::printf("\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "all";
   if (which == "all" || which == "sim") bench_sim();
   if (which == "all" || which == "verify") bench_verify();
+  if (which == "all" || which == "cluster") bench_cluster();
   return 0;
 }

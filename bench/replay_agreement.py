@@ -2,9 +2,13 @@
 schedule, DP mode, transport, overlap flags, stragglers): one run of 3 steps each (replay's
 figures are the median step's), inline and async where the config has data parallelism; prints measured vs simulated step time and each PP rank's
 largest compute wait with their ratios, and which figures are outside 10 % (waits: 10 % + 2 %
-of the step; docs/replay.md, "Bench"). Asserts nothing; exits 0 unless a run fails.
+of the step; docs/replay.md, "Bench"). Then per-rank compute-wait agreement: every rank's
+compute_wait_ms, measured against simulated, and how many are within 10 % (no floor) —
+the figure cost.host_issue_ms is meant to move (docs/simulate.md, "Host issue time"); pass
+`--set cost.host_issue_ms=H` (from `ppstream replay CONFIG --calibrate`) to both sides.
+Asserts nothing; exits 0 unless a run fails.
 
-    python3 bench/replay_agreement.py [--ppstream PATH] [--only NAME ...]
+    python3 bench/replay_agreement.py [--ppstream PATH] [--only NAME ...] [--set KEY=VALUE ...]
 """
 import argparse
 import json
@@ -33,7 +37,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ppstream", default=shutil.which("ppstream") or "ppstream")
     ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="config override passed to replay (and so to its simulated side)")
     args = ap.parse_args()
+    sets = [a for kv in args.set for a in ("--set", kv)]
+    per_rank = []  # (config, policy, rank, measured, simulated)
     names = sorted(CONFIGS) if not args.only else args.only
     outside, figures = [], 0
     print(f"{os.cpu_count()} cores, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
@@ -45,7 +53,7 @@ def main():
             with open(cfg, "w") as f:
                 f.write(config_text(**kw))
             both = ["--reduce-grad", "both"] if kw.get("mode", "fsdp") != "none" else []
-            res = subprocess.run([args.ppstream, "replay", cfg, "--json", "--timeout", "60", "--steps", "3", *both],
+            res = subprocess.run([args.ppstream, "replay", cfg, "--json", "--timeout", "60", "--steps", "3", *both, *sets],
                                  capture_output=True, text=True, timeout=300)
             if res.returncode != 0:
                 print(f"{name}: replay failed (exit {res.returncode}):\n{res.stderr[-2000:]}")
@@ -58,6 +66,8 @@ def main():
                 for mr, sr in zip(m["pp_rank_summary"], s["pp_rank_summary"]):
                     rows.append((f"pp{mr['pp_rank']} compute_wait_ms", mr["max_compute_wait_ms"],
                                  sr["max_compute_wait_ms"], FLOOR))
+                for mr, sr in zip(m["ranks"], s["ranks"]):
+                    per_rank.append((name, policy, mr["rank"], mr["compute_wait_ms"], sr["compute_wait_ms"]))
                 for fig, a, b, floor in rows:
                     ok = within(a, b, step, floor)
                     figures += 1
@@ -67,7 +77,23 @@ def main():
                           f"{'' if ok else '  outside'}")
     print(f"\n{figures - len(outside)} of {figures} figures within 10 % of the simulator "
           f"(waits: 10 % + 2 % of the step); outside: {', '.join(outside) if outside else 'none'}")
+    print_per_rank(per_rank, args.set)
     return 0
+
+
+def print_per_rank(rows, sets):
+    """Every rank's compute wait, measured / simulated, and the share within 10 % (no floor)."""
+    print(f"\nper-rank compute_wait_ms (replica 0's ranks{'; ' + ', '.join(sets) if sets else ''})")
+    print(f"{'config':<28}{'policy':<8}{'rank':>5}{'measured':>10}{'simulated':>11}{'ratio':>8}")
+    inside = 0
+    for name, policy, rank, a, b in rows:
+        ok = abs(a - b) <= REL * b
+        inside += ok
+        print(f"{name:<28}{policy:<8}{rank:>5}{a:>10.2f}{b:>11.2f}{ratio(a, b):>8.3f}{'' if ok else '  outside'}")
+    ratios = sorted(ratio(a, b) for *_, a, b in rows if b > 0)
+    if ratios:
+        print(f"{inside} of {len(rows)} per-rank compute waits within 10 %; measured / simulated from "
+              f"{ratios[0]:.3f} to {ratios[-1]:.3f} (median {ratios[len(ratios) // 2]:.3f})")
 
 
 if __name__ == "__main__":

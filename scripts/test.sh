@@ -21,7 +21,7 @@ fi
 
 echo "== replay and the parallel trace reader under ThreadSanitizer (docs/replay.md, docs/analyze.md) =="
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPPSTREAM_SANITIZE=thread -DPPSTREAM_TESTS=OFF -DPPSTREAM_BENCH=OFF >/dev/null
-cmake --build build-tsan -j"$JOBS" --target ppstream-replay ppstream  # replay's executable; analyze's reader threads
+cmake --build build-tsan -j"$JOBS" --target ppstream-replay ppstream  # replay's worker; analyze's reader threads; simulate's trial runner
 TSAN_TRACES=$(mktemp -d)
 # The parallel trace reader (docs/analyze.md "Cluster scale"): 6 ranks on 2 threads.
 python3 scripts/make_trace_set.py --ranks 6 --out "$TSAN_TRACES/set" >/dev/null
@@ -36,6 +36,10 @@ TSAN_OPTIONS="suppressions=$PWD/scripts/tsan-openmpi.supp halt_on_error=1 exitco
   --set data_parallel.mode=hsdp --set data_parallel.shard_size=1 --set data_parallel.replicate_size=2 \
   --compute gemm --gemm-n 16 --timeout 120 >/dev/null
 rm -rf "$TSAN_TRACES"
+echo "== simulate's parallel trial runner under ThreadSanitizer (include/ppstream/sim/trials.h) =="
+TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
+  build-tsan/ppstream simulate examples/small-pp2-vpp2-hsdp.yaml --cluster --reduce-grad both --trials 6 --threads 2 \
+  --quiet --set 'straggler.distribution={kind: lognormal, median_ms: 1}' >/dev/null
 
 echo "== Python tests =="
 .venv/bin/python -m pytest -q tests/python "$@"

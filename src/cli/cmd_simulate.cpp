@@ -20,6 +20,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
     bool json = false, cluster = false, quiet = false;
     std::string platform = "ascend-mindspore";
     int32_t trials = 1;
+    int32_t threads = 0;
     std::optional<int64_t> seed;  // signed so that CLI11 rejects "-1" instead of wrapping it to 2^64 - 1
   };
   auto args = std::make_shared<Args>();
@@ -32,6 +33,8 @@ void register_simulate(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", args->json, "print the metrics JSON instead of the table");
   cmd->add_flag("--cluster", args->cluster, "simulate every DP replica of the world (rank = pp_rank*dp + dp_index)");
   cmd->add_option("--trials", args->trials, "seeded straggler draws; prints p50/p90/p99 of the step time")->check(CLI::Range(1, std::numeric_limits<int32_t>::max()));
+  cmd->add_option("--threads", args->threads, "worker threads for the trials (0: one per hardware thread); results do not depend on it")
+      ->check(CLI::Range(0, 4096));
   cmd->add_option("--seed", args->seed, "straggler seed (overrides straggler.seed)")->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
   cmd->add_flag("--quiet", args->quiet, "no progress bar");
   cmd->add_option("--platform", args->platform,
@@ -52,6 +55,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
     const PipelineConfig cfg = ca.load();
     o.cluster = args->cluster;
     o.trials = args->trials;
+    o.threads = args->threads;
     if (args->seed) o.seed = static_cast<uint64_t>(*args->seed);
     o.trace_path = args->trace;
     o.svg_path = args->svg;

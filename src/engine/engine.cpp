@@ -6,6 +6,7 @@
 // happens, and the completion time it implies (a max over start/post/arrival times plus a
 // duration) is pushed. Times only ever come from max() and +duration, so the result does not
 // depend on processing order; the queue key only makes the order itself reproducible.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -118,6 +119,9 @@ class Runner {
                               "arrival_delay_ms")
                     : 0.0;
   }
+  double host_issue_ms(int32_t p, int32_t i) const {
+    return st_.cost ? checked(st_.cost->host_issue_ms(st_.set.programs[p], instr(p, i)), p, i, "host_issue_ms") : 0.0;
+  }
   double external_ms(int32_t p, int32_t i) const {
     return st_.cost ? checked(st_.cost->external_arrival_ms(st_.set.programs[p], instr(p, i)), p, i,
                               "external_arrival_ms")
@@ -128,11 +132,14 @@ class Runner {
     st_.queue.push({t, p, st_.topo.stream_of[st_.topo.global(p, i)], i});
   }
 
-  // The host issues instructions in program order until one blocks it.
+  // The host issues instructions in program order, host_issue_ms each, until one blocks it.
+  // Issue times may lie ahead of the event being processed: every later time takes the max with
+  // them (make_ready's callers), so the result does not depend on processing order.
   void issue_from(int32_t p, double t) {
     const auto& instrs = st_.set.programs[p].instrs;
     while (st_.host_next[p] < static_cast<int32_t>(instrs.size())) {
       const int32_t i = st_.host_next[p]++;
+      t += host_issue_ms(p, i);
       st_.timing(p, i).issue_ms = t;
       if (st_.head_instr(st_.stream_slot(p, i)) == i) make_ready(p, i, t);
       if (st_.platform.host_blocks(instrs[i])) {
@@ -148,9 +155,8 @@ class Runner {
   }
 
   void try_start(int32_t p, int32_t i, double t) {
-    const Instr& in = instr(p, i);
     InstrTiming& tm = st_.timing(p, i);
-    switch (in.op) {
+    switch (st_.topo.op_of[st_.topo.global(p, i)]) {
       case OpKind::WAIT: {
         const int32_t e = st_.topo.event_slot(p, i);
         if (st_.platform.events_enforced() && !happened(st_.fired[e])) return;  // woken by the RECORD
@@ -370,12 +376,12 @@ class Runner {
     const int32_t p = c.prog, i = c.index;
     st_.timing(p, i).end_ms = c.t;
     st_.res.makespan_ms = std::max(st_.res.makespan_ms, c.t);
-    const Instr& in = instr(p, i);
-    if (in.op == OpKind::RECORD) fire(p, st_.topo.event_id(st_.topo.global(p, i)), c.t);
+    const int32_t g = st_.topo.global(p, i);
+    if (st_.topo.op_of[g] == OpKind::RECORD) fire(p, st_.topo.event_id(g), c.t);
     const int32_t slot = st_.topo.stream_base[p] + c.stream;
     ++st_.head[slot];
     const int32_t next = st_.head_instr(slot);
-    if (next != kNone && st_.timing(p, next).issued()) make_ready(p, next, c.t);
+    if (next != kNone && st_.timing(p, next).issued()) make_ready(p, next, std::max(c.t, st_.timing(p, next).issue_ms));
     if (st_.host_blocked_on[p] == i) {
       st_.host_blocked_on[p] = kNone;
       issue_from(p, c.t);
@@ -390,9 +396,11 @@ class Runner {
     for (int32_t slot = st_.topo.stream_base[p]; slot < st_.topo.stream_base[p + 1]; ++slot) {
       const int32_t h = st_.head_instr(slot);
       if (h == kNone) continue;
+      const int32_t g = st_.topo.global(p, h);  // the op and event first: dense tables, no Instr
+      if (st_.topo.op_of[g] != OpKind::WAIT || st_.topo.event_id(g) != local_event) continue;
       const InstrTiming& tm = st_.timing(p, h);
       if (!tm.issued() || tm.started() || !tm.at_head()) continue;
-      if (instr(p, h).op == OpKind::WAIT && st_.topo.event_id(st_.topo.global(p, h)) == local_event) try_start(p, h, t);
+      try_start(p, h, std::max(t, tm.ready_ms));
     }
   }
 };

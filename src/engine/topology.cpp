@@ -97,6 +97,7 @@ void index_streams_and_events(const ProgramSet& set, Topology& t, std::vector<in
       const Instr& in = instrs[i];
       const uint16_t sid = in.stream.v < local.size() ? local[in.stream.v] : 0;
       t.stream_of.push_back(sid);
+      t.op_of.push_back(in.op);
       ++count[sid];
       int32_t event = kNone;
       if (in.op == OpKind::RECORD || in.op == OpKind::WAIT) {
@@ -308,6 +309,7 @@ Topology build_topology(const ProgramSet& set) {
   }
   t.instr_id_.reserve(total);
   t.stream_of.reserve(total);
+  t.op_of.reserve(total);
   t.stream_base.push_back(0);
   t.event_base.push_back(0);
   check_ranks(set, t);

@@ -101,6 +101,9 @@ struct Topology {
   // Instructions: global id g = instr_base[prog] + index.
   std::vector<int32_t> instr_base;      // size programs+1
   std::vector<uint16_t> stream_of;      // rank-local stream id (ids follow name order)
+  // Each instruction's op, densely: the engine's hot paths read it here rather than from the
+  // (much larger) Instr, which costs a cache miss per event on a large set.
+  std::vector<OpKind> op_of;
   // The id an instruction's op gives it (one table: an instruction has at most one of them).
   // BATCH: its first P2P op id (its ops are consecutive ids, in BATCH order).
   int32_t first_op(int32_t g) const { return id_of(g, OpKind::BATCH, OpKind::BATCH); }

@@ -2,7 +2,9 @@
 // same MPI settings replay uses — P2P latency (8-byte ping-pong) and bandwidth (4 MiB) between
 // pipeline neighbours, and reduce-scatter, all-gather and all-reduce on every group size the
 // config uses (its shard and its replicate group, split from the world as replay splits them,
-// all groups at once) — fits each to the simulator's ring model (sim/cost_model.h) and prints
+// all groups at once) — fits each to the simulator's ring model (sim/cost_model.h), replays the
+// config's programs with every duration zero for replay's own cost per instruction
+// (host_issue_ms, when run on the config's whole world), and prints
 // a `cost:` section whose comments say, key by key, what was measured and what was kept from
 // the config (docs/replay.md, "Calibration").
 #include <fmt/format.h>
@@ -16,6 +18,7 @@
 
 #include "ppstream/replay/replay.h"
 #include "ppstream/sim/cost_model.h"
+#include "replay/overhead.h"
 #include "replay/progress.h"
 
 namespace ppstream::replay {
@@ -23,6 +26,7 @@ namespace {
 
 constexpr int kReps = 20;
 constexpr int64_t kBigBytes = int64_t{4} << 20;
+constexpr int32_t kZeroCostSteps = 5;  // zero-cost steps for host_issue_ms (their median)
 
 // Median over kReps of the slowest member's time (ms) of `op` on `comm` (barrier before each).
 double median_ms(MPI_Comm comm, const std::function<void()>& op) {
@@ -140,6 +144,9 @@ int run_calibrate(const PipelineConfig& cfg) {
   const double lat = ping_pong_ms(me, peer, 8);
   const double big = ping_pong_ms(me, peer, kBigBytes);
   const double bw = static_cast<double>(kBigBytes) / std::max(big - lat, 1e-6) / 1e6;  // GB/s = bytes/ms / 1e6
+  // Replay's own cost per instruction, on the config's programs (needs the config's world).
+  const bool whole_world = np == static_cast<int>(int64_t{w.pp} * w.dp());
+  const ZeroCostStep zero = whole_world ? zero_cost_step(cfg, me, kZeroCostSteps) : ZeroCostStep{};
   std::vector<CollFit> shard, repl;
   if (w.shard >= 2)
     for (CollOp op : {CollOp::REDUCE_SCATTER, CollOp::ALL_GATHER}) shard.push_back(measure(op, w.shard, me, np));
@@ -185,6 +192,16 @@ int run_calibrate(const PipelineConfig& cfg) {
         "  activation_bytes: {}\n  grad_bytes_per_layer: {}\n  param_bytes_per_layer: {}\n",
         c.forward_ms_per_layer, c.backward_ms_per_layer, c.optimizer_ms, c.moe_dispatch_ms_per_layer,
         c.moe_combine_ms_per_layer, c.activation_bytes, c.grad_bytes_per_layer, c.param_bytes_per_layer);
+    if (whole_world && zero.longest_program > 0)
+      out += fmt::format("  # measured: replay's own cost per instruction: the config's {} programs with every duration zero, "
+                         "median step of {} = {:.3f} ms over the {} instructions of the longest rank program\n"
+                         "  host_issue_ms: {:.6f}\n",
+                         to_string(zero.policy), kZeroCostSteps, zero.step_ms, zero.longest_program,
+                         zero.step_ms / static_cast<double>(zero.longest_program));
+    else
+      out += fmt::format("  # assumed (kept from the config): replay's cost per instruction is measured on the config's "
+                         "world ({} processes; this run has {})\n  host_issue_ms: {}\n",
+                         int64_t{w.pp} * w.dp(), np, c.host_issue_ms);
     std::cout << out << std::flush;
   }
   MPI_Finalize();

@@ -21,6 +21,7 @@
 #include "replay/clock.h"
 #include "replay/device.h"
 #include "replay/measure.h"
+#include "replay/overhead.h"
 #include "replay/plan.h"
 
 namespace ppstream::replay {
@@ -206,6 +207,26 @@ std::string settings_json(const ReplayOptions& o, int np, const std::vector<Redu
 }
 
 }  // namespace
+
+ZeroCostStep zero_cost_step(const PipelineConfig& cfg, int me, int32_t steps) {
+  const sim::CostSpec c = cost_of(cfg);
+  PipelineConfig zero = cfg;
+  zero.extra_sections.erase("straggler");
+  zero.extra_sections["cost"] = fmt::format(
+      "forward_ms_per_layer: 0\nbackward_ms_per_layer: 0\nactivation_bytes: {}\ngrad_bytes_per_layer: {}\n"
+      "param_bytes_per_layer: {}\n",
+      c.activation_bytes, c.grad_bytes_per_layer, c.param_bytes_per_layer);
+  ZeroCostStep out;
+  out.policy = cfg.mode == DPMode::NONE ? ReducePolicy::NONE : cfg.reduce_grad;
+  ReplayOptions opts;
+  opts.steps = steps;
+  const PolicyOutcome o = run_policy(zero, opts, out.policy, me);
+  if (me != 0) return out;
+  out.step_ms = sim::percentile(o.run->trials.step_time_ms, 50);
+  for (const Program& p : verified_world(zero, out.policy).programs)
+    out.longest_program = std::max(out.longest_program, static_cast<int64_t>(p.instrs.size()));
+  return out;
+}
 
 void require_verified(const ProgramSet& set, const std::string& what) {
   ppstream::require_verified(set, {}, fmt::format("replay: the {} programs do not verify; refusing to run them", what));

@@ -42,7 +42,7 @@ CostSpec parse_cost_spec(const std::string& yaml_text, int32_t num_stages) {
                     "moe_dispatch_ms_per_layer", "moe_combine_ms_per_layer", "optimizer_ms", "p2p_latency_ms",
                     "p2p_bandwidth_gb_per_s", "activation_bytes", "grad_bytes_per_layer", "param_bytes_per_layer",
                     "collective_alpha_ms", "shard_bandwidth_gb_per_s", "replicate_bandwidth_gb_per_s", "link_sharing",
-                    "backward_input_fraction"};
+                    "backward_input_fraction", "host_issue_ms"};
   keys.insert(keys.end(), memory_cost_keys().begin(), memory_cost_keys().end());  // memory.h reads them
   yaml::check_keys(kSection, root, keys);
   CostSpec c;
@@ -65,6 +65,7 @@ CostSpec parse_cost_spec(const std::string& yaml_text, int32_t num_stages) {
   num("collective_alpha_ms", c.collective_alpha_ms);
   num("shard_bandwidth_gb_per_s", c.shard_bandwidth_gb_per_s);
   num("replicate_bandwidth_gb_per_s", c.replicate_bandwidth_gb_per_s);
+  num("host_issue_ms", c.host_issue_ms);
   if (root["stage_forward_ms"]) c.stage_forward_ms = stage_list(root["stage_forward_ms"], "stage_forward_ms", num_stages);
   if (root["stage_backward_ms"]) c.stage_backward_ms = stage_list(root["stage_backward_ms"], "stage_backward_ms", num_stages);
   if (root["link_sharing"]) {
@@ -112,6 +113,15 @@ SimCostModel::SimCostModel(const ProgramSet& set, const PipelineConfig& cfg, Cos
     unshard_ms_.push_back(ring_all_gather_ms(w.shard, layers * cost_.param_bytes_per_layer, cost_.collective_alpha_ms,
                                              cost_.shard_bandwidth_gb_per_s));
   }
+  // BATCH times per instruction, read once in program order: the engine asks for them in time
+  // order across ranks, where each Instr's op list is a cache miss on a large set.
+  batch_ms_.resize(set.programs.size());
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    const auto& instrs = set.programs[p].instrs;
+    batch_ms_[p].assign(instrs.size(), 0.0);
+    for (size_t k = 0; k < instrs.size(); ++k)
+      if (instrs[k].op == OpKind::BATCH) batch_ms_[p][k] = base_batch_ms(instrs[k]);
+  }
   if (!w.expanded) {
     outside_reduce_ms_.assign(static_cast<size_t>(w.pp), std::vector<double>(static_cast<size_t>(S), 0.0));
     outside_unshard_ms_ = outside_reduce_ms_;
@@ -131,12 +141,8 @@ int32_t SimCostModel::global_rank(const Program& p) const {
 }
 
 double SimCostModel::extra(const Program& p, const Instr& i) const {
-  if (extra_ms_.empty()) return 0.0;
-  const auto& progs = set_->programs;
-  if (&p < progs.data() || &p >= progs.data() + progs.size()) return 0.0;
-  const auto& row = extra_ms_[static_cast<size_t>(&p - progs.data())];
-  if (&i < p.instrs.data() || &i >= p.instrs.data() + p.instrs.size() || row.empty()) return 0.0;
-  return row[static_cast<size_t>(&i - p.instrs.data())];
+  const double* e = row_of(extra_ms_, p, i);
+  return e ? *e : 0.0;
 }
 
 double SimCostModel::compute_ms(const Program& /*p*/, const Instr& i) const {
@@ -157,7 +163,19 @@ double SimCostModel::base_batch_ms(const Instr& i) const {
   return cost_.p2p_latency_ms + transfer_ms(std::max(sends, recvs) * cost_.activation_bytes, cost_.p2p_bandwidth_gb_per_s);
 }
 
-double SimCostModel::batch_ms(const Program& p, const Instr& i) const { return base_batch_ms(i) + extra(p, i); }
+const double* SimCostModel::row_of(const std::vector<std::vector<double>>& table, const Program& p, const Instr& i) const {
+  if (table.empty()) return nullptr;
+  const auto& progs = set_->programs;
+  if (&p < progs.data() || &p >= progs.data() + progs.size()) return nullptr;
+  const auto& row = table[static_cast<size_t>(&p - progs.data())];
+  if (&i < p.instrs.data() || &i >= p.instrs.data() + p.instrs.size() || row.empty()) return nullptr;
+  return &row[static_cast<size_t>(&i - p.instrs.data())];
+}
+
+double SimCostModel::batch_ms(const Program& p, const Instr& i) const {
+  const double* cached = row_of(batch_ms_, p, i);
+  return (cached ? *cached : base_batch_ms(i)) + extra(p, i);
+}
 
 double SimCostModel::base_collective_ms(const Instr& i) const {
   const auto s = static_cast<size_t>(i.stage.v);

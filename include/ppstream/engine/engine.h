@@ -41,6 +41,12 @@ class CostModel {
   // outside a non-expanded set, the engine asks `external_arrival_ms` for the slowest of them.
   virtual double arrival_delay_ms(const Program& /*p*/, const Instr& /*i*/) const { return 0.0; }
   virtual double external_arrival_ms(const Program& /*p*/, const Instr& /*i*/) const { return 0.0; }
+  // Host time to issue this instruction: the host issues in program order, each instruction
+  // this long after the previous one was issued (the first one this long after step start;
+  // after a host-blocking instruction, this long after it completed). An instruction cannot be
+  // ready on its stream before it is issued, so a slow host delays the device (docs/semantics.md
+  // "Host issue time").
+  virtual double host_issue_ms(const Program& /*p*/, const Instr& /*i*/) const { return 0.0; }
 };
 
 // "Not yet" in the engine's time tables: kNotYet, asked through happened() (times are ms from
@@ -97,8 +103,9 @@ struct EngineOptions {
 };
 
 // How the run models time (details: docs/semantics.md "Execution"):
-// - Per rank a host issues in program order (at t=0 unless the platform blocks it), each
-//   stream runs FIFO, and only completions are queued, ordered by (time, rank, stream name,
+// - Per rank a host issues in program order (host_issue_ms apart, from t=0, unless the platform
+//   blocks it), an instruction is ready at the later of its issue and its stream predecessor's
+//   end, each stream runs FIFO, and only completions are queued, ordered by (time, rank, stream name,
 //   instruction index) — identical input gives identical timings.
 // - P2P: the k-th op of a channel (sender, receiver, F|B) pairs with the k-th op of the
 //   opposite side, by position only (content is the verifier's p2p-fifo rule). A BATCH ends at

@@ -23,6 +23,7 @@
 //     shard_bandwidth_gb_per_s: 50     # ring bandwidth inside a shard group
 //     replicate_bandwidth_gb_per_s: 25 # ring bandwidth inside a replicate group
 //     link_sharing: dedicated          # dedicated | fair | p2p_priority | reduce_priority
+//     host_issue_ms: 0.0               # host time to issue one instruction (every kind), ms
 //     stash_bytes_per_layer: …         # the memory model's sizes (sim/memory.h; defaults from the
 //     dw_stash_fraction: 0.5           #   keys above): activation stash, W's part of it, unsharded
 //     unsharded_param_bytes_per_layer  #   parameters, gradient buffer, receive buffer
@@ -70,6 +71,9 @@ struct CostSpec {
   double shard_bandwidth_gb_per_s = 0.0;      // 0: bandwidth term is free
   double replicate_bandwidth_gb_per_s = 0.0;
   LinkSharing link_sharing = LinkSharing::DEDICATED;
+  // Host time to issue one instruction of any kind (CostModel::host_issue_ms): PyNative's per-op
+  // host launch cost on Ascend, replay's per-instruction runtime cost (`replay --calibrate`).
+  double host_issue_ms = 0.0;
 };
 
 // Parses the `cost:` section text; `num_stages` checks the per-stage lists. Throws ConfigError.
@@ -91,6 +95,7 @@ class SimCostModel : public CostModel {
   double collective_ms(const Program& p, const Instr& i) const override;
   double arrival_delay_ms(const Program& p, const Instr& i) const override;
   double external_arrival_ms(const Program& p, const Instr& i) const override;
+  double host_issue_ms(const Program& /*p*/, const Instr& /*i*/) const override { return cost_.host_issue_ms; }
 
   // Link sharing: extra transfer time per instruction ([program index][instr index]), set by the
   // simulator from a first run's overlaps; empty means none.
@@ -102,6 +107,9 @@ class SimCostModel : public CostModel {
 
  private:
   double extra(const Program& p, const Instr& i) const;
+  // The entry of [program index][instr index] table for (p, i) when p is a program of the set
+  // and the table has its row, else nullptr.
+  const double* row_of(const std::vector<std::vector<double>>& table, const Program& p, const Instr& i) const;
   int32_t global_rank(const Program& p) const;
 
   const ProgramSet* set_;
@@ -111,6 +119,7 @@ class SimCostModel : public CostModel {
   // One-replica sets: slowest outside member per [pp_rank][stage] for each collective kind.
   std::vector<std::vector<double>> outside_reduce_ms_, outside_unshard_ms_;
   std::vector<std::vector<double>> extra_ms_;
+  std::vector<std::vector<double>> batch_ms_;  // base_batch_ms per BATCH of the set (0 elsewhere)
 };
 
 }  // namespace ppstream::sim

@@ -279,13 +279,21 @@ def test_calibrate_measures_every_group_size(tmp_path):
 
 
 def test_calibrate_says_what_it_kept(tmp_path):
-    """FSDP 2: no replicate group, so its bandwidth is kept from the config and says so."""
-    cfg = write(tmp_path, config_text())
+    """FSDP 2 on one PP rank (world 2): no replicate group, so its bandwidth is kept from the
+    config and says so; on the whole world, replay's own cost per instruction is measured as
+    host_issue_ms (the config's programs with every duration zero)."""
+    text = config_text(pp=1)
+    cfg = write(tmp_path, text)
     out = cli("replay", cfg, "--calibrate", "--np", "2", timeout=180)
     lines = out.splitlines()
     i = lines.index("  replicate_bandwidth_gb_per_s: 10")
     assert lines[i - 1].strip().startswith("# assumed (kept from the config): the replicate group has 1 rank")
     assert "# measured: reduce-scatter over 2 ranks (shard group)" in out
+    host = next(l for l in lines if l.startswith("  host_issue_ms:"))
+    assert lines[lines.index(host) - 1].strip().startswith("# measured: replay's own cost per instruction"), out
+    assert 0 < float(host.split(":")[1]) < 100
+    cal = write(tmp_path, text.split("cost:")[0] + "cost:" + out.split("cost:", 1)[1], name="cal.yaml")
+    assert json.loads(cli("simulate", cal, "--json"))["policies"]
 
 
 def test_calibrate_needs_the_group_sizes(tmp_path):
