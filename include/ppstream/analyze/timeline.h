@@ -83,6 +83,9 @@ struct Slice {
   // the step whose ProfilerStep range holds its launch, else whose marker started last at or
   // before its start; absent when none (before the first marker, launched before profiling).
   std::optional<uint32_t> step;
+  // STREAM_WAIT slices whose trace says which stream the awaited event was recorded on
+  // (Kineto "Stream Wait Event" args.wait_on_stream >= 0): index into RankTimeline::wait_sources.
+  std::optional<uint32_t> wait_source;
   // Bounds (docs/analyze.md): readers reject |ts| > kMaxAbsTsNs and drop durations outside
   // [0, kMaxDurNs], so start, end and any difference of two of them fit in int64.
   int64_t end_ns() const { return start_ns + dur_ns; }
@@ -100,6 +103,24 @@ struct StreamInfo {
   int64_t id = 0;    // the producer's id (tid / stream number)
 };
 
+// What a trace says about the event a stream wait waits for (Kineto PR #808: "Stream Wait Event"
+// carries wait_on_stream and wait_on_cuda_event_record_corr_id). The wait is released by the last
+// device slice launched on `stream` before the cudaEventRecord call (HTA's rule, HTA PR #121), or,
+// when the record call is not in the trace, by the last slice of `stream` ending at the wait's end.
+struct WaitSource {
+  uint32_t stream = 0;                 // index into RankTimeline::streams: where the event was recorded
+  std::optional<int64_t> record_corr;  // wait_on_cuda_event_record_corr_id when > 0
+  std::optional<int64_t> record_ns;    // ts of that cudaEventRecord call, when it is in the trace
+};
+
+// Which rule attributed a stream wait to the slice that released it (docs/analyze.md).
+enum class WaitRule : uint8_t {
+  RECORD,  // the record call's correlation: the last slice launched on the recorded stream before it
+  STREAM,  // wait_on_stream only: the last slice of the recorded stream ending at the wait's end
+  TIMING,  // the trace says neither: the slice on any other stream ending last at the wait's end
+};
+const char* to_string(WaitRule r);  // "record", "stream", "timing"
+
 // One profiler step window on a rank ("ProfilerStep#551", our "step 3").
 struct StepMarker {
   int64_t step = 0;
@@ -115,6 +136,10 @@ struct RankTimeline {
   std::vector<StreamInfo> streams;
   std::vector<Slice> slices;
   std::vector<StepMarker> steps;   // sorted by start
+  std::vector<WaitSource> wait_sources;  // Slice::wait_source indexes it
+  // The producer's base time: ns since the Unix epoch of ts 0 (Kineto baseTimeNanoseconds), when
+  // the trace gives it; ranks that all have one are put on one clock by it (docs/analyze.md "Positions").
+  std::optional<int64_t> base_ns;
   uint32_t stream_index(std::string_view name, int64_t id);  // finds or adds
 };
 
