@@ -4,6 +4,8 @@
 // and the GEMM compute mode's sizing.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include <algorithm>
@@ -101,6 +103,26 @@ TEST(ReplayPlan, WaitFollowsTheMostRecentRecordLikeTheEngine) {
   const sim::CostSpec cost = sim::parse_cost_spec(cfg.extra_sections.at("cost"), cfg.num_stages());
   const RankPlan plan = make_plan(set, 0, cfg, cost, 1 << 20);
   EXPECT_EQ(plan.instrs.at(static_cast<size_t>(n + 2)).record, n + 1);
+}
+
+TEST(ReplayTraceDir, CreatedAndOneSubdirectoryPerPolicyWhenSeveralRun) {
+  const std::filesystem::path root = std::filesystem::path(::testing::TempDir()) / "ppstream_trace_dir_test";
+  std::filesystem::remove_all(root);
+  const std::string dir = (root / "new" / "traces").string();  // missing, parents too
+  EXPECT_EQ(policy_trace_dir(dir, ReducePolicy::ASYNC, 1), dir);
+  EXPECT_TRUE(std::filesystem::is_directory(dir));
+  EXPECT_EQ(policy_trace_dir(dir, ReducePolicy::INLINE, 2), dir + "/inline");
+  EXPECT_EQ(policy_trace_dir(dir, ReducePolicy::ASYNC, 2), dir + "/async");
+  EXPECT_TRUE(std::filesystem::is_directory(dir + "/async"));
+  std::ofstream(root / "file") << "x";
+  try {
+    policy_trace_dir((root / "file").string(), ReducePolicy::ASYNC, 1);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot create directory " + (root / "file").string()), std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove_all(root);
 }
 
 TEST(ReplayPlan, TagsPairLikeTheEngineAndCollectivesAgreePerGroup) {

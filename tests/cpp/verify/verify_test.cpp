@@ -43,15 +43,8 @@ std::string dump(const std::vector<Violation>& v) {
 const VerifyOptions kBoth{{PlatformKind::STRICT, PlatformKind::CPU_SERIAL}, ""};
 
 // One microbatch through two stages (mode none), each buffer ordered by RECORD/WAIT.
-SetBuilder two_stage(bool wait_fwd_out = true, bool swap_r0_batches = false) {
-  SetBuilder b(world(2));
-  b.r(0).F(0, 0).record("fwd_out[mb0,s0]");
-  if (wait_fwd_out) b.wait("fwd_out[mb0,s0]", "p2p");
-  if (swap_r0_batches)
-    b.batch({recv_b(0, 0, 1)}).batch({send_f(0, 0, 1)});
-  else
-    b.batch({send_f(0, 0, 1)}).batch({recv_b(0, 0, 1)});
-  b.record("recv_B[mb0,s0]", "p2p").wait("recv_B[mb0,s0]").B(0, 0);
+// Rank 1 of the two-stage sets: receive, forward, backward, send the input grad.
+void two_stage_r1(SetBuilder& b) {
   b.r(1)
       .batch({recv_f(0, 1, 0)})
       .record("recv_F[mb0,s1]", "p2p")
@@ -61,6 +54,18 @@ SetBuilder two_stage(bool wait_fwd_out = true, bool swap_r0_batches = false) {
       .record("bwd_out[mb0,s1]")
       .wait("bwd_out[mb0,s1]", "p2p")
       .batch({send_b(0, 1, 0)});
+}
+
+SetBuilder two_stage(bool wait_fwd_out = true, bool swap_r0_batches = false) {
+  SetBuilder b(world(2));
+  b.r(0).F(0, 0).record("fwd_out[mb0,s0]");
+  if (wait_fwd_out) b.wait("fwd_out[mb0,s0]", "p2p");
+  if (swap_r0_batches)
+    b.batch({recv_b(0, 0, 1)}).batch({send_f(0, 0, 1)});
+  else
+    b.batch({send_f(0, 0, 1)}).batch({recv_b(0, 0, 1)});
+  b.record("recv_B[mb0,s0]", "p2p").wait("recv_B[mb0,s0]").B(0, 0);
+  two_stage_r1(b);
   return b;
 }
 
@@ -271,15 +276,7 @@ SetBuilder re_recorded(bool forward_record_last) {
   else b.record("fwd_out[mb0,s0]").record("fwd_out[mb0,s0]", "x");
   b.wait("fwd_out[mb0,s0]", "p2p").batch({send_f(0, 0, 1)}).batch({recv_b(0, 0, 1)});
   b.record("recv_B[mb0,s0]", "p2p").wait("recv_B[mb0,s0]").B(0, 0);
-  b.r(1)
-      .batch({recv_f(0, 1, 0)})
-      .record("recv_F[mb0,s1]", "p2p")
-      .wait("recv_F[mb0,s1]")
-      .F(0, 1)
-      .B(0, 1)
-      .record("bwd_out[mb0,s1]")
-      .wait("bwd_out[mb0,s1]", "p2p")
-      .batch({send_b(0, 1, 0)});
+  two_stage_r1(b);
   return b;
 }
 
