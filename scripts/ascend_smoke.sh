@@ -37,20 +37,12 @@ for layout in fsdp4 hsdp2x2; do  # every run first, so one failing analysis lose
       --steps "$STEPS" --timeout "$TIMEOUT" --out "$OUT/$layout-$policy" ${SETS[@]+"${SETS[@]}"}
   done
 done
-# A run directory also holds programs.json and logs, which are no traces: gather each run's
-# per-rank host traces (ppstream's trace format) into one directory for analyze and diff.
 for layout in fsdp4 hsdp2x2; do
-  for policy in inline async; do
-    mkdir -p "$OUT/$layout-$policy.traces"
-    for r in "$OUT/$layout-$policy"/rank*; do cp "$r/trace.json" "$OUT/$layout-$policy.traces/$(basename "$r").json"; done
-  done
-done
-for layout in fsdp4 hsdp2x2; do
-  echo "== $layout: ppstream analyze (async, host traces) =="
-  "$PPSTREAM" analyze "$OUT/$layout-async.traces" | tee "$OUT/$layout-async.analyze.txt"
+  echo "== $layout: ppstream analyze (async run directory: host traces and profiler output) =="
+  "$PPSTREAM" analyze "$OUT/$layout-async" | tee "$OUT/$layout-async.analyze.txt"
   echo "== $layout: ppstream analyze (async, MindSpore profiler output) =="
-  "$PPSTREAM" analyze "$OUT/$layout-async"/rank*/profile/*_ascend_ms | tee "$OUT/$layout-async.profile.txt"
-  echo "== $layout: ppstream diff inline async (host traces) =="
-  "$PPSTREAM" diff "$OUT/$layout-inline.traces" "$OUT/$layout-async.traces" | tee "$OUT/$layout.diff.txt"
+  "$PPSTREAM" analyze "$OUT/$layout-async/profile" | tee "$OUT/$layout-async.profile.txt"
+  echo "== $layout: ppstream diff inline async (run directories) =="
+  "$PPSTREAM" diff "$OUT/$layout-inline" "$OUT/$layout-async" | tee "$OUT/$layout.diff.txt"
 done
 echo "ascend_smoke.sh: done; reports in $OUT/*.txt"

@@ -15,6 +15,9 @@ Exit status 1 when a rank differs by more than 0.5 percentage points.
 "worker_processes_peak_rss_mib", "tree_peak_rss_mib", "tree_peak_pss_mib", "tree_processes"} as JSON (wall
 and CPU time of the load; peak RSS of this process; the sampled peaks of this process and any workers
 together, scripts/proc_tree.py).
+`--bench-set DIR` loads a directory of per-rank traces (scripts/make_trace_set.py) with HTA and
+computes `get_comm_comp_overlap` for every rank: the same JSON, for load and overlap together,
+plus "ranks" (rows of HTA's overlap table).
 """
 import argparse
 import json
@@ -123,12 +126,29 @@ def bench(path):
                       "worker_processes_peak_rss_mib": kids.ru_maxrss / 1024.0, **tree}))
 
 
+def bench_set(trace_dir):
+    logging.disable(logging.WARNING)
+    from hta.trace_analysis import TraceAnalysis
+    with Watcher(os.getpid()) as w:
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        start = time.perf_counter()
+        overlap = TraceAnalysis(trace_dir=trace_dir).get_comm_comp_overlap(visualize=False)
+        seconds = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)  # HTA's parsing workers, before the watcher is reaped
+        tree = w.stop()
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime) + kids.ru_utime + kids.ru_stime
+    print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mib": max(after.ru_maxrss, kids.ru_maxrss) / 1024.0,
+                      "worker_processes_peak_rss_mib": kids.ru_maxrss / 1024.0, "ranks": int(len(overlap)), **tree}))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--ppstream", default=os.path.join(here, "..", "build", "ppstream"))
     ap.add_argument("--traces", default=os.path.join(here, "..", "tests", "data", "kineto"))
     ap.add_argument("--bench", metavar="FILE")
+    ap.add_argument("--bench-set", metavar="DIR")
     ap.add_argument("--emit-expected", metavar="FILE")
     ap.add_argument("--venv", default=os.path.expanduser("~/.cache/ppstream/hta-venv"))
     args = ap.parse_args()
@@ -138,6 +158,9 @@ def main():
         return 0
     if args.bench:
         bench(args.bench)
+        return 0
+    if args.bench_set:
+        bench_set(args.bench_set)
         return 0
     logging.disable(logging.WARNING)
     worst = 0.0

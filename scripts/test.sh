@@ -19,10 +19,14 @@ if [ "${FUZZ_SECONDS:-15}" -gt 0 ]; then
   bash scripts/fuzz.sh "${FUZZ_SECONDS:-15}" $FUZZ_TARGETS
 fi
 
-echo "== replay under ThreadSanitizer (docs/replay.md) =="
+echo "== replay and the parallel trace reader under ThreadSanitizer (docs/replay.md, docs/analyze.md) =="
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPPSTREAM_SANITIZE=thread -DPPSTREAM_TESTS=OFF -DPPSTREAM_BENCH=OFF >/dev/null
-cmake --build build-tsan -j"$JOBS" --target ppstream-replay  # what `ppstream replay` hands over to
+cmake --build build-tsan -j"$JOBS" --target ppstream-replay ppstream  # replay's executable; analyze's reader threads
 TSAN_TRACES=$(mktemp -d)
+# The parallel trace reader (docs/analyze.md "Cluster scale"): 6 ranks on 2 threads.
+python3 scripts/make_trace_set.py --ranks 6 --out "$TSAN_TRACES/set" >/dev/null
+TSAN_OPTIONS="halt_on_error=1 exitcode=66" PPSTREAM_THREADS=2 build-tsan/ppstream analyze "$TSAN_TRACES/set" --json >/dev/null
+rm -rf "$TSAN_TRACES/set"
 TSAN_OPTIONS="suppressions=$PWD/scripts/tsan-openmpi.supp halt_on_error=1 exitcode=66" \
   build-tsan/ppstream-replay --set pipeline_parallel_size=2 --set num_layers=4 --set micro_batch_num=4 \
   --set data_parallel.mode=fsdp --set data_parallel.shard_size=2 --reduce-grad both --timeout 120 \

@@ -4,11 +4,12 @@ The engine lives in C++ (``ppstream._core``): ``compile`` / ``compile_text`` tur
 configuration into the verified per-rank stream programs (JSON, schema in
 ``include/ppstream/program/format.h``); ``verify`` checks a program set; ``to_text`` prints the
 canonical text form; ``analyze`` / ``diff`` read real profiles (Ascend, Kineto) and our own
-traces. Semantics: ``docs/semantics.md``.
+traces; ``whatif`` attributes a real job's straggler slowdown (docs/whatif.md). Semantics: ``docs/semantics.md``.
 """
 
 from ppstream._core import (  # noqa: F401
     ConfigError,
+    LiftError,
     ParseError,
     TraceError,
     VerifyError,
@@ -21,10 +22,12 @@ from ppstream._core import (  # noqa: F401
     to_text,
     verify,
     verify_text,
+    whatif,
 )
 
 __all__ = [
     "ConfigError",
+    "LiftError",
     "ParseError",
     "TraceError",
     "VerifyError",
@@ -37,4 +40,5 @@ __all__ = [
     "to_text",
     "verify",
     "verify_text",
+    "whatif",
 ]

@@ -5,21 +5,13 @@
 
 #include <algorithm>
 
+#include "event_fast_path.h"
 #include "json_input.h"
 #include "json_stream.h"
 
 namespace ppstream::analyze::detail {
 namespace ond = simdjson::ondemand;
 namespace {
-
-bool listed(const std::vector<std::string_view>& list, std::string_view s) {
-  return std::find(list.begin(), list.end(), s) != list.end();
-}
-
-bool kept_name(const ScanSpec& spec, std::string_view name) {
-  return std::any_of(spec.kept_prefixes.begin(), spec.kept_prefixes.end(),
-                     [&](std::string_view p) { return name.starts_with(p); });
-}
 
 std::string_view str_or_empty(ond::value v) {
   std::string_view s;
@@ -49,13 +41,16 @@ void read_args(const ScanSpec& spec, ond::object args, RawArgs& a) {
 }
 
 // Parses one event's text (cut out of the file at `offset`) and hands it to the sink.
-void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& parser, std::string& text,
+// `text` is followed by at least JsonCursor::kPadding readable bytes (take_value_view).
+void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& parser, std::string_view text,
                  uint64_t offset, size_t index, const std::function<void(const RawEvent&)>& sink) {
-  text.reserve(text.size() + simdjson::SIMDJSON_PADDING);
+  static_assert(JsonCursor::kPadding >= simdjson::SIMDJSON_PADDING);
+  if (dropped_by_leading_keys(spec, text)) return;
   RawEvent ev;
   ev.index = index;
   ev.offset = offset;
-  ond::document doc = parser.iterate(simdjson::padded_string_view(text.data(), text.size(), text.capacity()));
+  ond::document doc =
+      parser.iterate(simdjson::padded_string_view(text.data(), text.size(), text.size() + JsonCursor::kPadding));
   ond::object obj = doc.get_object();
   bool skip_args = false, named = false;
   bool host = false, link = false, kept = false;  // the spec's lists, looked up once per event
@@ -125,14 +120,16 @@ struct Scan {
     throw TraceError(fmt::format("{}: byte {}: {}", path, at, what));
   }
   // After a value inside a container: ',' (true, consumed) or `close` (false, consumed).
-  bool next_or_close(char close, const char* after) {
+  // `after` names the value for the error; a callable, so that the name is made only on error.
+  template <typename After>
+  bool next_or_close(char close, const After& after) {
     cur.skip_ws();
     const int c = cur.peek();
     if (c < 0) throw JsonCut{cur.offset()};
     cur.advance();
     if (c == ',') return true;
     if (c == close) return false;
-    fail(cur.offset() - 1, fmt::format("'{}' after {}; expected ',' or '{}'", static_cast<char>(c), after, close));
+    fail(cur.offset() - 1, fmt::format("'{}' after {}; expected ',' or '{}'", static_cast<char>(c), after(), close));
   }
 
   // traceEvents (the cursor is on its '['): every event, one at a time.
@@ -149,15 +146,14 @@ struct Scan {
       const int c = cur.peek();
       if (c < 0) throw JsonCut{at};
       if (c != '{') fail(at, fmt::format("event #{}: expected an event object", index));
-      text.clear();
-      cur.take_value(text);
+      const std::string_view event = cur.take_value_view(text);
       try {
-        parse_event(path, spec, parser, text, at, index, sink);
+        parse_event(path, spec, parser, event, at, index, sink);
       } catch (const simdjson::simdjson_error& e) {
         fail(at, fmt::format("event #{}: malformed JSON ({}); expected a Chrome trace event", index, e.what()));
       }
       ++index;
-    } while (next_or_close(']', fmt::format("event #{}", index - 1).c_str()));
+    } while (next_or_close(']', [&] { return fmt::format("event #{}", index - 1); }));
   }
 
   // A top-level value other than traceEvents: cut out; those of spec.top_keys go to the top sink.
@@ -218,7 +214,7 @@ void scan_chrome(const std::string& path, const ScanSpec& spec, const std::funct
         } else {
           scan.top_value(key);
         }
-      } while (scan.next_or_close('}', "a top-level value"));
+      } while (scan.next_or_close('}', [] { return std::string("a top-level value"); }));
       if (!found) {
         throw TraceError(fmt::format("{}: no \"traceEvents\" key: expected a Chrome trace object (a communication.json has "
                                      "\"(r0, r1, …)\" or \"stepN\" keys first)",

@@ -84,8 +84,7 @@ bool within_bounds(const std::string& path, const RawEvent& ev, TraceSet& set) {
   }
   const int64_t dur = ev.dur_ns.value_or(0);
   if (dur >= 0 && dur <= kMaxDurNs) return true;
-  constexpr int64_t kNamed = 5;
-  if (set.dropped_events < kNamed) {
+  if (set.dropped_events < kNamedDroppedEvents) {
     set.notes.push_back(fmt::format("{}: byte {}: event #{} '{}': \"dur\" {:.3f} µs is {}; event dropped", path,
                                     ev.offset, ev.index, ev.name, static_cast<double>(dur) / 1e3,
                                     dur < 0 ? "negative" : "longer than the 7-day bound"));
@@ -147,7 +146,9 @@ bool has_device_slices(const RankTimeline& tl) {
                      [](const Slice& s) { return s.kind != SliceKind::HOST; });
 }
 
-void merge_into(TraceSet& set, RankTimeline&& tl, const std::string& path) {
+}  // namespace
+
+void add_rank(TraceSet& set, RankTimeline&& tl, const std::string& path) {
   for (auto& existing : set.ranks) {
     if (existing.rank == tl.rank) {
       throw TraceError(fmt::format("{}: rank {} is already loaded from {}; expected one trace per "
@@ -199,7 +200,7 @@ void add_device_ranks(const std::string& path, std::vector<std::pair<int64_t, Ra
     tl.source = path;
     tl.base_ns = base_ns;
     finish(tl);
-    merge_into(set, std::move(tl), path);
+    add_rank(set, std::move(tl), path);
   }
   set.notes.push_back(fmt::format("{}: the trace names no rank and holds device slices of devices {}; each device "
                                   "is read as the rank of its id",
@@ -207,12 +208,13 @@ void add_device_ranks(const std::string& path, std::vector<std::pair<int64_t, Ra
 }
 
 // What every format asks of the scan, merged once (a key or category named twice is kept once).
-const ScanSpec& scan_spec() {
+const ScanSpec& chrome_scan_spec() {
   static const ScanSpec spec = [] {
     ScanSpec s;
     add_ppstream_scan(s);
     add_kineto_scan(s);
     add_ascend_scan(s);
+    add_megatron_scan(s);
     for (auto* list : {&s.host_categories, &s.kept_prefixes, &s.link_categories, &s.top_keys}) {
       std::sort(list->begin(), list->end());
       list->erase(std::unique(list->begin(), list->end()), list->end());
@@ -221,8 +223,6 @@ const ScanSpec& scan_spec() {
   }();
   return spec;
 }
-
-}  // namespace
 
 void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOptions& opts) {
   PPStreamMeta meta;
@@ -233,13 +233,14 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
   std::vector<StepMarker> host_steps;      // Kineto ProfilerStep# markers: the host's, every device's
   LaneNames lanes;                       // process / thread names (also ours: thread_name)
   std::vector<LaneEvent> lane_events;    // Ascend / MindSpore lanes, mapped once names are known
+  std::vector<TimerOp> timer_ops;        // Megatron timers, mapped once the lane names are known
   std::vector<std::pair<int64_t, int64_t>> launch_ts;  // (correlation, launch ts), Kineto: 16 bytes each
   size_t seen = 0;
   const auto on_top = [&](const TopValue& v) {
     read_ppstream_top(path, v, meta);
     read_kineto_top(path, v, top);
   };
-  scan_chrome(path, scan_spec(), [&](const RawEvent& ev) {
+  scan_chrome(path, chrome_scan_spec(), [&](const RawEvent& ev) {
     ++seen;
     if (ev.ph == 'M') {
       if (ev.pid && ev.tid && !ev.args.meta_name.empty() && ev.name == "thread_name") {
@@ -264,6 +265,8 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
       KinetoDevice& dev = kineto[k->device.value_or(0)];
       dev.uncorrelated += k->no_correlation ? 1 : 0;
       add(dev.tl, set.strings, ev, *k, &dev.pending);
+    } else if (auto timer = megatron_event_at(path, ev, set.strings)) {
+      timer_ops.push_back(*timer);
     } else if (auto lane = ascend_lane_event(ev, set.strings)) {
       lane_events.push_back(*lane);
     }
@@ -280,6 +283,9 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
   vendor.steps.insert(vendor.steps.end(), host_steps.begin(), host_steps.end());  // torch_npu: ProfilerStep# too
 
   const std::optional<int64_t>& distributed_rank = top.rank;
+  std::vector<RankTimeline> workers;  // Megatron timers: one timeline per (DP rank, PP rank)
+  if (!timer_ops.empty()) map_megatron_workers(path, std::move(timer_ops), lanes, set.strings, workers);
+
   set.sources.push_back(path);
   std::vector<std::pair<int64_t, RankTimeline>> devices = kineto_devices(path, std::move(kineto), set);
   if (devices.size() == 1 && !has_device_slices(vendor)) {
@@ -308,7 +314,7 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
       if (r == pid) tl.pp_rank = pp;
     }
     finish(tl);
-    merge_into(set, std::move(tl), path);
+    add_rank(set, std::move(tl), path);
   }
   if (!devices.empty()) {
     add_device_ranks(path, std::move(devices), distributed_rank, top.base_ns, opts, set);
@@ -317,15 +323,25 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
     vendor.source = path;
     vendor.base_ns = top.base_ns;
     finish(vendor);
-    merge_into(set, std::move(vendor), path);
-  } else if (ours.empty()) {
+    add_rank(set, std::move(vendor), path);
+  } else if (ours.empty() && workers.empty()) {
     throw TraceError(fmt::format("{}: no device lanes: {} events but none is a device-stream slice "
                                  "(expected Kineto kernels with args.stream, Ascend Hardware tasks "
-                                 "with args \"Stream Id\", or ppstream slices with args.kind)",
+                                 "with args \"Stream Id\", ppstream slices with args.kind or Megatron "
+                                 "timer ops with args.step and args.seq_id)",
                                  path, seen));
   }
+  for (auto& tl : workers) add_rank(set, std::move(tl), path);
   std::sort(set.ranks.begin(), set.ranks.end(),
             [](const RankTimeline& a, const RankTimeline& b) { return a.rank < b.rank; });
+}
+
+std::optional<TimerOp> megatron_event_at(const std::string& path, const RawEvent& ev, StringTable& strings) {
+  try {
+    return megatron_event(ev, strings);
+  } catch (const TraceError& e) {
+    throw TraceError(fmt::format("{}: {}", path, e.what()));
+  }
 }
 
 }  // namespace ppstream::analyze::detail

@@ -5,18 +5,33 @@
 
 #include <string_view>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "ppstream/analyze/timeline.h"
 
 namespace ppstream::analyze::detail {
 
-JsonCursor::JsonCursor(ByteSource& src) : src_(src), buf_(kChunk) {}
+JsonCursor::JsonCursor(ByteSource& src, size_t chunk) : src_(src), chunk_(chunk), buf_(chunk + kPadding) {}
 
 bool JsonCursor::fill() {
   if (pos_ < end_) return true;
   base_ += end_;
   pos_ = end_ = 0;
-  end_ = src_.read(buf_.data(), buf_.size());
+  end_ = src_.read(buf_.data(), chunk_);
+  refilled_ = true;
   return end_ > 0;
+}
+
+std::string_view JsonCursor::take_value_view(std::string& spill) {
+  spill.clear();
+  refilled_ = false;
+  const size_t start = pos_;
+  take_value(spill);
+  if (!refilled_) return {buf_.data() + start, pos_ - start};  // buf_ has kPadding bytes past chunk_
+  spill.reserve(spill.size() + kPadding);
+  return spill;
 }
 
 int JsonCursor::peek() { return fill() ? static_cast<unsigned char>(buf_[pos_]) : -1; }
@@ -37,8 +52,10 @@ std::string JsonCursor::take_string() {
 namespace {
 
 // Bytes that end a run: inside a string ('"', '\\'), inside a container ('"' and brackets).
-// (A 16-byte SSE2 search measured no faster on the Kineto samples: stop bytes come every few
-// bytes inside event objects.)
+// The byte loop below handles what container_block leaves (a chunk's last 63 bytes, blocks with
+// a backslash); a 16-byte SSE2 search for the next stop byte measured no faster than it (stop
+// bytes come every few bytes inside event objects), the 64-byte bit masks did (docs/analyze.md
+// "Cluster scale").
 struct ByteSet {
   bool has[256] = {};
   constexpr explicit ByteSet(std::string_view chars) {
@@ -53,6 +70,50 @@ size_t skip_until(const std::vector<char>& buf, size_t pos, size_t end, const By
   return pos;
 }
 
+[[noreturn]] void mismatched(const std::string& path, uint64_t offset, char c, char expected_closer) {
+  throw TraceError(fmt::format("{}: byte {}: '{}' closes a '{}'; malformed JSON", path, offset, c,
+                               expected_closer == '}' ? '{' : '['));
+}
+
+#if defined(__SSE2__)
+// One 64-byte block inside a container, 16 bytes per SSE2 compare (the bit masks of simdjson's
+// stage 1): quotes, backslashes and brackets as bits; the bytes inside strings are the prefix
+// XOR of the quote bits (a string runs from its opening quote to its closing one), so brackets
+// outside strings are the only bits walked. A block holding a backslash is left to the byte
+// loop (escapes are rare in traces). Returns how many bytes it consumed (0: not handled; 64:
+// the whole block; less: the value ended there), updating `in_string` and `open`.
+size_t container_block(const char* b, bool& in_string, std::string& open, const std::string& path,
+                       uint64_t offset) {
+  uint64_t quote = 0, backslash = 0, opener = 0, closer = 0;
+  const auto bits = [](__m128i eq) { return static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(eq))); };
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16 * k));
+    const int shift = 16 * k;
+    quote |= bits(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))) << shift;
+    backslash |= bits(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))) << shift;
+    opener |= bits(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('{')), _mm_cmpeq_epi8(v, _mm_set1_epi8('[')))) << shift;
+    closer |= bits(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('}')), _mm_cmpeq_epi8(v, _mm_set1_epi8(']')))) << shift;
+  }
+  if (backslash != 0) return 0;
+  uint64_t inside = quote;  // prefix XOR: bit i = parity of the quotes at or before byte i
+  for (int s = 1; s < 64; s *= 2) inside ^= inside << s;
+  if (in_string) inside = ~inside;
+  for (uint64_t br = (opener | closer) & ~inside; br != 0; br &= br - 1) {
+    const auto i = static_cast<size_t>(__builtin_ctzll(br));
+    const char c = b[i];
+    if (c == '{' || c == '[') {
+      open.push_back(c == '{' ? '}' : ']');
+      continue;
+    }
+    if (open.back() != c) mismatched(path, offset + i, c, open.back());
+    open.pop_back();
+    if (open.empty()) return i + 1;
+  }
+  in_string = (inside >> 63) != 0;
+  return 64;
+}
+#endif
+
 }  // namespace
 
 void JsonCursor::take_value(std::string& out) {
@@ -66,6 +127,14 @@ void JsonCursor::take_value(std::string& out) {
       if (!fill()) throw JsonCut{offset()};
       start = pos_;
     }
+#if defined(__SSE2__)
+    if (!open.empty() && !escaped && end_ - pos_ >= 64) {
+      const size_t n = container_block(buf_.data() + pos_, in_string, open, src_.path(), offset());
+      pos_ += n;
+      if (n != 0 && open.empty()) break;
+      if (n != 0) continue;
+    }
+#endif
     if (in_string) {
       if (escaped) {  // the byte after a backslash (perhaps in the next chunk) is never a quote
         escaped = false;
@@ -99,10 +168,7 @@ void JsonCursor::take_value(std::string& out) {
         }
         break;  // closes the enclosing container: the scalar ends here
       }
-      if (open.back() != c) {
-        throw TraceError(fmt::format("{}: byte {}: '{}' closes a '{}'; malformed JSON", src_.path(), offset(), c,
-                                     open.back() == '}' ? '{' : '['));
-      }
+      if (open.back() != c) mismatched(src_.path(), offset(), c, open.back());
       open.pop_back();
       ++pos_;
       if (open.empty()) break;

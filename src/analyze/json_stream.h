@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "byte_source.h"
@@ -22,7 +23,8 @@ struct JsonCut {
 class JsonCursor {
  public:
   static constexpr size_t kChunk = size_t{1} << 16;  // 64 KiB
-  explicit JsonCursor(ByteSource& src);
+  // `chunk`: bytes read at a time (a reader that looks at the first bytes only reads less).
+  explicit JsonCursor(ByteSource& src, size_t chunk = kChunk);
   // Next byte without consuming it; -1 at the end of the file.
   int peek();
   // Consumes one byte (peek() must not be -1).
@@ -33,12 +35,19 @@ class JsonCursor {
   // Appends the raw text of the JSON value starting at the next byte to `out` and consumes it.
   // Throws JsonCut at the end of the file, TraceError (naming the byte) at a mismatched bracket.
   void take_value(std::string& out);
+  // The same, without a copy when it can: a view of the value inside the cursor's chunk when the
+  // value lies in it (valid until the cursor moves on; at least kPadding readable bytes follow
+  // it, as simdjson needs), else of `spill`, which then holds the value with that padding.
+  std::string_view take_value_view(std::string& spill);
+  static constexpr size_t kPadding = 64;  // >= simdjson::SIMDJSON_PADDING (checked where it is used)
   // Consumes a string token and returns its raw text between the quotes (escapes as written).
   std::string take_string();
 
  private:
   bool fill();  // more bytes after pos_; false at the end of the file
+  bool refilled_ = false;  // take_value crossed a chunk boundary
   ByteSource& src_;
+  size_t chunk_;
   std::vector<char> buf_;
   size_t pos_ = 0, end_ = 0;
   uint64_t base_ = 0;  // file offset of buf_[0]

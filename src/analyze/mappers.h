@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "chrome_events.h"
+#include "ppstream/analyze/megatron.h"
 #include "ppstream/analyze/timeline.h"
 
 namespace ppstream::analyze::detail {
@@ -27,6 +28,7 @@ enum class IntArg : uint8_t {
   STREAM_ID, COUNT,                                      // Ascend
   SRC_RANK, DST_RANK,                                    // Kineto "Src Rank", Ascend Plane "src rank"
   DEVICE, WAIT_ON_STREAM, WAIT_RECORD_CORR,              // Kineto device, Stream Wait Event's source
+  MODEL_CHUNK, MB_ID, SEQ_ID,                            // Megatron timers (with STEP)
   COUNT_
 };
 static_assert(static_cast<size_t>(StrArg::COUNT_) <= kArgSlots && static_cast<size_t>(IntArg::COUNT_) <= kArgSlots);
@@ -39,6 +41,7 @@ inline std::optional<int64_t> arg(const RawEvent& ev, IntArg a) { return ev.args
 void add_ppstream_scan(ScanSpec& spec);
 void add_kineto_scan(ScanSpec& spec);
 void add_ascend_scan(ScanSpec& spec);
+void add_megatron_scan(ScanSpec& spec);
 
 // Our traces' otherData.ppstream (or metadata.ppstream) object (trace_format.h).
 struct PPStreamMeta {
@@ -108,6 +111,27 @@ std::optional<LaneEvent> ascend_lane_event(const RawEvent& ev, StringTable& stri
 // peers of P2P ops of `rank`, MindSpore "CPU OP" slices as compute or communication by name.
 void map_ascend_lanes(const std::vector<LaneEvent>& evs, const LaneNames& names, Rank rank,
                       StringTable& strings, RankTimeline& tl);
+// Megatron-LM timer traces (the what-if artifact's timeline format, megatron.h): an "X" event
+// carrying integer args.step and args.seq_id, no args.kind. Absent for every other event.
+std::optional<TimerOp> megatron_event(const RawEvent& ev, StringTable& strings);
+// Maps one file's timer events into one RankTimeline per worker (rank = pp_rank · dp + dp_rank,
+// streams = the lanes, step markers = each step's span on the worker). Throws TraceError naming
+// the file and the lane when a thread_name is missing or not "PP rank p, TP rank t, <lane>".
+// Fills dp_rank/pp_rank/tp_rank/lane of a timer op from the lane names; throws TraceError naming
+// the file, byte and thread when its thread has no timer-lane name.
+class TimerLaneResolver {
+ public:
+  TimerLaneResolver(const std::string& path, const LaneNames& names);
+  void operator()(TimerOp& op);
+
+ private:
+  const std::string& path_;
+  const LaneNames& names_;
+  std::map<std::pair<int64_t, int64_t>, TimerLaneName> lanes_;
+  std::map<std::pair<int64_t, int64_t>, TimerLaneName>::const_iterator last_;
+};
+void map_megatron_workers(const std::string& path, std::vector<TimerOp> ops, const LaneNames& names,
+                          StringTable& strings, std::vector<RankTimeline>& out);
 // "ProfilerStep#551" (Kineto, torch_npu) → 551.
 std::optional<int64_t> profiler_step(std::string_view name);
 

@@ -7,7 +7,9 @@
 #include "chrome_reader.h"
 #include "json_input.h"
 #include "json_stream.h"
+#include "read_parallel.h"
 #include "ppstream/analyze/readers.h"
+#include "run_dir.h"
 
 namespace ppstream::analyze {
 namespace fs = std::filesystem;
@@ -22,7 +24,7 @@ enum class JsonKind { CHROME, CLUSTER_COMM, RANK_COMM };
 // "step…" keys a per-rank communication.json.
 JsonKind sniff_json(const std::string& path) {
   detail::ByteSource src(path);
-  detail::JsonCursor cur(src);
+  detail::JsonCursor cur(src, 4096);  // the first key is all it needs
   cur.skip_ws();
   const int c = cur.peek();
   if (c == '[') return JsonKind::CHROME;
@@ -47,11 +49,23 @@ bool is_ascend_dir(const fs::path& p) {
          fs::is_directory(p / "ASCEND_PROFILER_OUTPUT");
 }
 
-void read_one(const fs::path& p, TraceSet& set) {
+// One input after directories are expanded, in reading order. An input that cannot be read
+// (missing path, directory without traces) is an error thrown when its turn comes, so the first
+// error is the same as when reading path after path.
+struct Input {
+  enum Kind { ASCEND_DIR, TRAIN_RUN_DIR, CSV, JSON, ERROR } kind;
+  std::string path;  // ERROR: the message
+};
+
+void expand(const fs::path& p, std::vector<Input>& out) {
   std::string path = p.string();
   if (fs::is_directory(p)) {
     if (is_ascend_dir(p)) {
-      read_ascend_dir(path, set);
+      out.push_back({Input::ASCEND_DIR, path});
+      return;
+    }
+    if (detail::is_train_run_dir(p)) {
+      out.push_back({Input::TRAIN_RUN_DIR, path});
       return;
     }
     std::vector<fs::path> entries;
@@ -63,23 +77,41 @@ void read_one(const fs::path& p, TraceSet& set) {
       if (fs::is_directory(e) ? is_ascend_dir(e)
                               : (ends_with(n, ".json") || ends_with(n, ".json.gz") ||
                                  ends_with(n, ".csv"))) {
-        read_one(e, set);
+        expand(e, out);
         ++used;
       }
     }
     if (used == 0) {
-      throw TraceError(fmt::format("{}: directory holds no trace (expected *.json, *.json.gz, "
-                                   "*.csv or *_ascend_pt/*_ascend_ms directories)",
-                                   path));
+      out.push_back({Input::ERROR, fmt::format("{}: directory holds no trace (expected *.json, *.json.gz, "
+                                               "*.csv or *_ascend_pt/*_ascend_ms directories; a train run directory "
+                                               "holds run.json and programs.json)",
+                                               path)});
     }
     return;
   }
-  if (!fs::exists(p)) throw TraceError(fmt::format("{}: no such file or directory", path));
-  if (ends_with(path, ".csv")) {
-    read_step_trace_csv(path, "unknown", set);
-    return;
+  if (!fs::exists(p)) out.push_back({Input::ERROR, fmt::format("{}: no such file or directory", path)});
+  else out.push_back({ends_with(path, ".csv") ? Input::CSV : Input::JSON, path});
+}
+
+// Reads the inputs in order; each run of consecutive JSON files goes to the parallel reader.
+void read_inputs(const std::vector<Input>& inputs, TraceSet& set, unsigned threads) {
+  for (size_t i = 0; i < inputs.size();) {
+    const Input& in = inputs[i];
+    if (in.kind == Input::JSON) {
+      std::vector<std::string> run;
+      for (; i < inputs.size() && inputs[i].kind == Input::JSON; ++i) run.push_back(inputs[i].path);
+      detail::read_chrome_files(run, set, threads);
+      continue;
+    }
+    switch (in.kind) {
+      case Input::ASCEND_DIR: read_ascend_dir(in.path, set); break;
+      case Input::TRAIN_RUN_DIR: detail::read_train_run_dir(in.path, set); break;
+      case Input::CSV: read_step_trace_csv(in.path, "unknown", set); break;
+      case Input::ERROR: throw TraceError(in.path);
+      case Input::JSON: break;
+    }
+    ++i;
   }
-  read_chrome_trace(path, set);
 }
 
 }  // namespace
@@ -93,8 +125,14 @@ void read_chrome_trace(const std::string& path, TraceSet& set) {
 }
 
 void read_paths(const std::vector<std::string>& paths, TraceSet& set) {
+  read_paths(paths, set, detail::reader_threads());
+}
+
+void read_paths(const std::vector<std::string>& paths, TraceSet& set, unsigned threads) {
   if (paths.empty()) throw TraceError("analyze: no input path given");
-  for (const auto& p : paths) read_one(fs::path(p), set);
+  std::vector<Input> inputs;
+  for (const auto& p : paths) expand(fs::path(p), inputs);
+  read_inputs(inputs, set, threads);
   resolve_comm_links(set);
   if (set.ranks.empty() && set.step_trace.empty() && set.comm_ops.empty()) {
     throw TraceError(fmt::format("{}: no device lanes, step-trace rows or communication ops found",

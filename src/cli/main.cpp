@@ -1,4 +1,4 @@
-// `ppstream`: compile, verify, simulate, analyze/diff, replay (hands over to
+// `ppstream`: compile, verify, simulate, tune, analyze/diff, replay (hands over to
 // ppstream-replay) and train (hands over to Python).
 #include "commands.h"
 #include "run_app.h"
@@ -11,7 +11,9 @@ int main(int argc, char** argv) {
   ppstream::cli::register_verify(app, exit_code);
   ppstream::cli::register_simulate(app, exit_code);
   ppstream::cli::register_analyze(app, exit_code);
+  ppstream::cli::register_whatif(app, exit_code);
   ppstream::cli::register_train(app, exit_code);
+  ppstream::cli::register_tune(app, exit_code);
   ppstream::cli::register_replay(app, exit_code);
   return ppstream::cli::run_app(app, argc, argv, exit_code);
 }

@@ -102,6 +102,8 @@ const std::vector<std::pair<std::string, Setter>>& key_table() {
   static const DPMode kModes[] = {DPMode::NONE, DPMode::FSDP, DPMode::HSDP};
   static const std::vector<std::pair<std::string, ReducePolicy>> kReduce = {
       {"inline", ReducePolicy::INLINE}, {"async", ReducePolicy::ASYNC}};
+  static const std::vector<std::pair<std::string, ReduceOrder>> kOrder = {
+      {"program", ReduceOrder::PROGRAM}, {"priority", ReduceOrder::PRIORITY}};
   static const std::vector<std::pair<std::string, Setter>> table = {
       {"pipeline_parallel_size",
        [](auto& cfg, auto& c, auto& v) { cfg.pipeline_parallel_size = read_int(c, v); }},
@@ -129,6 +131,7 @@ const std::vector<std::pair<std::string, Setter>>& key_table() {
       {"data_parallel.reduce_grad", [](auto& cfg, auto& c, auto& v) { cfg.reduce_grad = read_enum(c, v, kReduce); }},
       {"data_parallel.sync_last_reduce",
        [](auto& cfg, auto& c, auto& v) { cfg.sync_last_reduce = read_bool(c, v); }},
+      {"data_parallel.reduce_order", [](auto& cfg, auto& c, auto& v) { cfg.reduce_order = read_enum(c, v, kOrder); }},
   };
   return table;
 }

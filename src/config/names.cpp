@@ -12,6 +12,7 @@ constexpr std::array<const char*, 3> kTransportNames = {"plain", "batch", "multi
 
 const char* to_string(ScheduleKind k) { return kScheduleNames[static_cast<size_t>(k)]; }
 const char* to_string(P2PTransport t) { return kTransportNames[static_cast<size_t>(t)]; }
+const char* to_string(ReduceOrder o) { return o == ReduceOrder::PRIORITY ? "priority" : "program"; }
 
 std::optional<ScheduleKind> parse_schedule_kind(const std::string& s) {
   for (size_t i = 0; i < kScheduleNames.size(); ++i)

@@ -102,7 +102,8 @@ void check_data_parallel(const PipelineConfig& cfg, const Locator& loc) {
         {"data_parallel.reshard_after_backward", cfg.reshard_after_backward ? "true" : "false"},
         {"data_parallel.max_active_stages", num(cfg.max_active_stages)},
         {"data_parallel.reduce_grad", to_string(cfg.reduce_grad)},
-        {"data_parallel.sync_last_reduce", cfg.sync_last_reduce ? "true" : "false"}};
+        {"data_parallel.sync_last_reduce", cfg.sync_last_reduce ? "true" : "false"},
+        {"data_parallel.reduce_order", to_string(cfg.reduce_order)}};
     for (const auto& [key, value] : keys)
       if (given(cfg, key))
         fail(where(key), std::string(key) + "=" + value + " needs data_parallel.mode fsdp or hsdp (" + mode +

@@ -50,6 +50,8 @@ std::string to_yaml(const PipelineConfig& cfg) {
       out << YAML::Key << "max_active_stages" << YAML::Value << cfg.max_active_stages;
     out << YAML::Key << "reduce_grad" << YAML::Value << to_string(cfg.reduce_grad);
     out << YAML::Key << "sync_last_reduce" << YAML::Value << cfg.sync_last_reduce;
+    if (cfg.reduce_order != ReduceOrder::PROGRAM)
+      out << YAML::Key << "reduce_order" << YAML::Value << to_string(cfg.reduce_order);
   }
   out << YAML::EndMap;
   for (const auto& [name, text] : cfg.extra_sections)

@@ -24,6 +24,8 @@ ProgramSet insert_p2p(ProgramSet in, const PipelineConfig& cfg);
 ProgramSet assign_p2p_streams(ProgramSet in, const PipelineConfig& cfg);
 // REDUCE_GRAD per managed stage after its last backward: inline (legacy) or async.
 ProgramSet place_reductions(ProgramSet in, const PipelineConfig& cfg);
+// Async reductions' queue order on the reduction stream (reduce_order: program | priority).
+ProgramSet order_reductions(ProgramSet in, const PipelineConfig& cfg);
 // UNSHARD (fsdp stream, prefetch window max_active_stages) and RESHARD (owned by the reduction
 // when reshard_after_backward, else after OPT_STEP).
 ProgramSet fsdp_unshard_reshard(ProgramSet in, const PipelineConfig& cfg);

@@ -17,6 +17,8 @@ std::vector<Pass> lowering_pipeline(const PipelineConfig& cfg) {
       {"assign-p2p-streams", lower::assign_p2p_streams},
   };
   if (cfg.mode != DPMode::NONE) passes.push_back({"place-reductions", lower::place_reductions});
+  if (cfg.mode != DPMode::NONE && cfg.reduce_grad == ReducePolicy::ASYNC && cfg.reduce_order == ReduceOrder::PRIORITY)
+    passes.push_back({"order-reductions", lower::order_reductions});
   if (cfg.mode != DPMode::NONE && cfg.shard_size > 1)
     passes.push_back({"fsdp-unshard-reshard", lower::fsdp_unshard_reshard});
   return passes;

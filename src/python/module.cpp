@@ -4,12 +4,14 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "ppstream/analyze/analyze.h"
+#include "ppstream/whatif/whatif.h"
 #include <nlohmann/json.hpp>
 
 #include "ppstream/config/config.h"
@@ -163,6 +165,37 @@ void bind_sim_analyze(py::module_& m) {
         return analyze::diff_paths(baseline, optimized).to_json();
       },
       py::arg("baseline"), py::arg("optimized"), "Metric-by-metric comparison (JSON str) of two trace sets.");
+  m.def(
+      "whatif",
+      [](const std::vector<std::string>& paths, std::optional<std::pair<int32_t, int32_t>> steps,
+         const std::string& agg, const std::string& svg, const std::string& trace, bool progress) {
+        if (agg != "mean" && agg != "median") throw py::value_error("whatif: agg '" + agg + "': expected mean or median");
+        whatif::WhatIfOptions o;
+        o.steps = steps;
+        o.agg = agg == "median" ? whatif::Agg::MEDIAN : whatif::Agg::MEAN;
+        if (progress) {
+          o.progress = [](int64_t done, int64_t total) {
+            py::gil_scoped_acquire gil;
+            py::print("\rwhatif: simulation", done, "/", total, py::arg("end") = done == total ? "\n" : "",
+                      py::arg("file") = py::module_::import("sys").attr("stderr"), py::arg("flush") = true);
+          };
+        }
+        const auto r = whatif::analyze_paths(paths, o);
+        const auto write = [](const std::string& path, const std::string& text) {
+          std::ofstream f(path);
+          if (!f || !(f << text)) throw std::runtime_error("whatif: cannot write " + path);
+        };
+        if (!svg.empty()) write(svg, whatif::to_svg(r));
+        if (!trace.empty()) write(trace, whatif::to_trace(r));
+        return whatif::to_json(r);
+      },
+      py::arg("paths"), py::arg("steps") = py::none(), py::arg("agg") = "mean", py::arg("svg") = "",
+      py::arg("trace") = "", py::arg("progress") = false,
+      "Straggler what-if of Megatron timer traces (docs/whatif.md): returns the JSON (str) of\n"
+      "`ppstream whatif --json` — slowdown S (Eq. 1 of Lin et al., OSDI'25), by_dp_rank, by_stage,\n"
+      "by_op_type, m_w, m_s, steps (times in ms). steps=(first, last) limits the steps; agg 'mean' |\n"
+      "'median'; svg / trace: write the heatmap / ideal timeline there. Raises ValueError (TraceError,\n"
+      "LiftError) naming file and offset, or DP rank, stage, step and op.");
 }
 
 // to_text, to_json and dp_group: program forms and the HSDP group formula
@@ -348,6 +381,7 @@ PYBIND11_MODULE(_core, m) {
   py::register_exception<ParseError>(m, "ParseError", PyExc_ValueError);
   py::register_exception<analyze::TraceError>(m, "TraceError", PyExc_ValueError);
   py::register_exception<VerifyError>(m, "VerifyError", PyExc_RuntimeError);
+  py::register_exception<whatif::LiftError>(m, "LiftError", PyExc_ValueError);
   bind_compile(m);
   bind_verify(m);
   bind_sim_analyze(m);

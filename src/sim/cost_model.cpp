@@ -8,6 +8,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "ppstream/sim/memory.h"
 #include "yaml_util.h"
 
 namespace ppstream::sim {
@@ -88,12 +89,13 @@ const char* to_string(LinkSharing s) {
 
 CostSpec parse_cost_spec(const std::string& yaml_text, int32_t num_stages) {
   const YAML::Node root = yaml::load_section(kSection, yaml_text);
-  yaml::check_keys(kSection, root,
-                   {"forward_ms_per_layer", "backward_ms_per_layer", "stage_forward_ms", "stage_backward_ms",
+  std::vector<std::string> keys = {"forward_ms_per_layer", "backward_ms_per_layer", "stage_forward_ms", "stage_backward_ms",
                     "moe_dispatch_ms_per_layer", "moe_combine_ms_per_layer", "optimizer_ms", "p2p_latency_ms",
                     "p2p_bandwidth_gb_per_s", "activation_bytes", "grad_bytes_per_layer", "param_bytes_per_layer",
                     "collective_alpha_ms", "shard_bandwidth_gb_per_s", "replicate_bandwidth_gb_per_s", "link_sharing",
-                    "backward_input_fraction"});
+                    "backward_input_fraction"};
+  keys.insert(keys.end(), memory_cost_keys().begin(), memory_cost_keys().end());  // memory.h reads them
+  yaml::check_keys(kSection, root, keys);
   CostSpec c;
   auto num = [&](const char* key, double& field) {
     if (root[key]) field = yaml::number(kSection, key, root[key], 0.0);

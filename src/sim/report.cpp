@@ -11,6 +11,8 @@ namespace {
 
 using nlohmann::json;
 
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
 json wait_json(const StreamWait& w) {
@@ -32,6 +34,20 @@ json rank_json(const RankMetrics& r) {
             {"reduce_overlap_ratio", opt(r.reduce_overlap_ratio)}};
   j["longest_compute_wait"] = r.longest_compute_wait ? wait_json(*r.longest_compute_wait) : json(nullptr);
   return j;
+}
+
+// The memory model's figures (memory.h): the peak over every trial, trial 0's peak per rank.
+json memory_json(const PolicyRun& pr) {
+  const MemoryReport& m = pr.memory;
+  json ranks = json::array();
+  for (const RankMemory& r : m.ranks) {
+    if (!r.computed) continue;
+    ranks.push_back({{"rank", r.rank.v}, {"pp_rank", r.pp_rank}, {"peak_bytes", r.peak_bytes}, {"peak_ms", r.peak_ms},
+                     {"activation_bytes", r.at_peak.activations}, {"param_bytes", r.at_peak.params},
+                     {"grad_bytes", r.at_peak.grads}, {"recv_bytes", r.at_peak.recv}, {"stashes", r.peak_stashes}});
+  }
+  return {{"peak_memory_bytes", pr.peak_memory_bytes}, {"trial0_peak_bytes", m.peak_bytes},
+          {"trial0_peak_rank", m.peak_rank.v}, {"ranks", std::move(ranks)}};
 }
 
 json run_json(const SimReport& rep, const PolicyRun& pr) {
@@ -77,6 +93,7 @@ json run_json(const SimReport& rep, const PolicyRun& pr) {
     path.push_back({{"rank", c.rank.v}, {"stream", c.stream}, {"index", c.index}, {"text", c.text},
                     {"start_ms", c.start_ms}, {"end_ms", c.end_ms}, {"via", c.via}});
   j["critical_path"] = std::move(path);
+  j["memory"] = memory_json(pr);
   return j;
 }
 
@@ -161,6 +178,17 @@ std::string report_table(const SimReport& rep) {
     row("step_time_p50_ms", [](const PolicyRun& p) { return std::optional<double>(p.trials.p50_ms); }, true);
     row("step_time_p90_ms", [](const PolicyRun& p) { return std::optional<double>(p.trials.p90_ms); }, true);
     row("step_time_p99_ms", [](const PolicyRun& p) { return std::optional<double>(p.trials.p99_ms); }, true);
+  }
+  row("peak_memory_gib", [](const PolicyRun& p) { return std::optional<double>(p.peak_memory_bytes / kGiB); }, true);
+  std::map<int32_t, std::vector<double>> peaks;
+  for (const PolicyRun& pr : rep.runs)
+    for (const RankMemory& r : pr.memory.ranks)
+      if (r.computed) peaks[r.rank.v].push_back(r.peak_bytes / kGiB);
+  for (auto& [r, v] : peaks) {
+    out += fmt::format("{:<26}", fmt::format("peak_memory_gib r{}", r));
+    for (double x : v) out += fmt::format("{:>14.3f}", x);
+    if (v.size() == 2) out += fmt::format("{:>+14.3f}", v[1] - v[0]);
+    out += "\n";
   }
   std::map<int32_t, std::vector<double>> waits;
   for (const PolicyRun& pr : rep.runs)

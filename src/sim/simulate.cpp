@@ -3,56 +3,18 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <stdexcept>
 
 #include "ppstream/engine/engine.h"
-#include "ppstream/lower/lower.h"
-#include "ppstream/program/intervals.h"
 #include "ppstream/sim/trace.h"
+#include "ppstream/sim/memory_trials.h"
+#include "ppstream/sim/trials.h"
 #include "engine/topology.h"
-#include "verify/verify_topology.h"
 
 namespace ppstream::sim {
 namespace {
-
-using Intervals = IntervalList<double>;
-
-// Link sharing, first order: from a run without contention, each transfer (P2P batch after its
-// match, REDUCE_GRAD after its last arrival) that overlaps the other kind's transfers on the
-// same rank is lengthened — fully for the lower priority, by half each when shared fairly.
-std::vector<std::vector<double>> link_extras(const ProgramSet& set, const EngineResult& run, const SimCostModel& cost) {
-  const LinkSharing mode = cost.spec().link_sharing;
-  std::vector<std::vector<double>> extra(set.programs.size());
-  for (size_t p = 0; p < set.programs.size(); ++p) {
-    const Program& prog = set.programs[p];
-    Intervals p2p, reduce;
-    for (size_t k = 0; k < prog.instrs.size(); ++k) {
-      const Instr& i = prog.instrs[k];
-      const InstrTiming& t = run.timing[p][k];
-      if (i.op == OpKind::BATCH) p2p.emplace_back(t.end_ms - cost.base_batch_ms(i), t.end_ms);
-      if (i.op == OpKind::REDUCE_GRAD) reduce.emplace_back(t.end_ms - cost.base_collective_ms(i), t.end_ms);
-    }
-    p2p = merge_intervals(std::move(p2p));
-    reduce = merge_intervals(std::move(reduce));
-    extra[p].assign(prog.instrs.size(), 0.0);
-    for (size_t k = 0; k < prog.instrs.size(); ++k) {
-      const Instr& i = prog.instrs[k];
-      const InstrTiming& t = run.timing[p][k];
-      if (i.op == OpKind::BATCH && mode != LinkSharing::P2P_PRIORITY) {
-        const double o = covered_length({t.end_ms - cost.base_batch_ms(i), t.end_ms}, reduce);
-        extra[p][k] = mode == LinkSharing::FAIR ? o / 2 : o;
-      }
-      if (i.op == OpKind::REDUCE_GRAD && mode != LinkSharing::REDUCE_PRIORITY) {
-        const double o = covered_length({t.end_ms - cost.base_collective_ms(i), t.end_ms}, p2p);
-        extra[p][k] = mode == LinkSharing::FAIR ? o / 2 : o;
-      }
-    }
-  }
-  return extra;
-}
 
 std::string with_suffix(const std::string& path, const std::string& suffix) {
   const auto slash = path.find_last_of('/');
@@ -76,6 +38,16 @@ double percentile(std::vector<double> sample, double q) {
   const auto n = static_cast<double>(sample.size());
   const auto rank = static_cast<size_t>(std::max(1.0, std::ceil(q / 100.0 * n)));
   return sample[std::min(rank, sample.size()) - 1];
+}
+
+void summarize(TrialStats& trials) {
+  const auto& st = trials.step_time_ms;
+  trials.p50_ms = percentile(st, 50);
+  trials.p90_ms = percentile(st, 90);
+  trials.p99_ms = percentile(st, 99);
+  double sum = 0;
+  for (double v : st) sum += v;
+  trials.mean_ms = sum / static_cast<double>(st.size());
 }
 
 std::vector<ReducePolicy> parse_policies(const std::string& text) {
@@ -109,62 +81,14 @@ SimReport report_header(const PipelineConfig& cfg, const SimOptions& opts, Strag
   report.platform = opts.platform;
   report.mode = cfg.mode;
   report.world = cfg.world(opts.cluster);
+  TrialSetup setup = trial_setup(cfg, report.world);
+  report.cost = setup.cost;
   const auto cost_it = cfg.extra_sections.find("cost");
-  report.cost = cost_it == cfg.extra_sections.end() ? CostSpec{} : parse_cost_spec(cost_it->second, cfg.num_stages());
-  const auto strag_it = cfg.extra_sections.find("straggler");
-  straggler = strag_it == cfg.extra_sections.end() ? StragglerSpec{}
-                                                   : parse_straggler_spec(strag_it->second, report.world, cfg.num_stages());
+  report.memory = parse_memory_spec(cost_it == cfg.extra_sections.end() ? std::string() : cost_it->second, report.cost);
+  straggler = std::move(setup.straggler);
   if (opts.seed) straggler.seed = *opts.seed;
   report.seed = straggler.seed;
   return report;
-}
-
-// Lowers `c` into `set` and verifies the one-replica set once (the expanded world is its
-// replication, too large to verify on every run); under --cluster `set` then becomes the
-// expanded world. Returns the Topology of `set`, shared by the verifier and every engine run: it
-// points at `set`, which must stay in place while the topology is used.
-engine::Topology compile_verified(const PipelineConfig& c, ReducePolicy policy, bool cluster, ProgramSet& set) {
-  LowerOptions once;
-  once.verify_each_pass = false;
-  set = compile(c, once);
-  engine::Topology topo = engine::build_topology(set);
-  if (auto violations = verify_topology(topo); !violations.empty())
-    throw VerifyError(fmt::format("simulate: the {} programs do not verify", to_string(policy)), std::move(violations));
-  if (!cluster) return topo;
-  LowerOptions lo;
-  lo.expanded = true;
-  lo.verify_each_pass = false;
-  topo = engine::Topology{};  // drop the one-replica tables before the expanded set exists
-  set = compile(c, lo);
-  return engine::build_topology(set);
-}
-
-// One trial: the engine run (a second run with the link-sharing extras unless links are
-// dedicated), checked to have completed with a finite step time. `wall_ms`: the engine's time.
-EngineResult run_trial(const engine::Topology& topo, SimCostModel& model, const SimOptions& opts, const CostSpec& cost,
-                       ReducePolicy policy, double& wall_ms) {
-  const ProgramSet& s = *topo.set;
-  EngineOptions eo;
-  eo.platform = opts.platform;
-  eo.cost = &model;
-  const auto t0 = std::chrono::steady_clock::now();
-  EngineResult run = engine::run_checked(topo, eo);
-  if (run.completed && cost.link_sharing != LinkSharing::DEDICATED) {
-    model.set_extra_ms(link_extras(s, run, model));
-    run = engine::run_checked(topo, eo);
-  }
-  wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (!run.completed)
-    throw std::invalid_argument(fmt::format("simulate: {} step did not complete:\n{}", to_string(policy), format_deadlock(s, run)));
-  // Each duration is finite (the engine checks), but their sum can still overflow a double.
-  if (!std::isfinite(run.makespan_ms)) {
-    const LargestFigure& big = model.largest_figure();
-    throw CostOverflow(fmt::format("simulate: {} step time is {} ms: the cost section's times add up beyond a double "
-                                   "(the largest: {} = {} ms, from {} = {}); expected costs whose step stays finite",
-                                   to_string(policy), run.makespan_ms, big.what, big.ms, big.key, big.value),
-                       big.key.empty() ? std::vector<std::string>{} : std::vector<std::string>{big.key});
-  }
-  return run;
 }
 
 // Trial 0 of a policy: its metrics (detail for replica 0) and, when asked, its Chrome trace.
@@ -185,16 +109,6 @@ void first_trial_outputs(const engine::Topology& topo, const EngineResult& run, 
                                  to_string(pr.policy), m.step_time_ms, m.bubble_ratio, m.reduce_exposed_ms));
 }
 
-// Percentiles and mean of the trials' step times (non-empty).
-void summarize(TrialStats& trials) {
-  const auto& st = trials.step_time_ms;
-  trials.p50_ms = percentile(st, 50);
-  trials.p90_ms = percentile(st, 90);
-  trials.p99_ms = percentile(st, 99);
-  double sum = 0;
-  for (double v : st) sum += v;
-  trials.mean_ms = sum / static_cast<double>(st.size());
-}
 
 }  // namespace
 
@@ -211,43 +125,53 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
   const ProgramFilter replica0 = [dp, cluster = opts.cluster](const Program& p) {
     return !cluster || p.rank.v == p.pp_rank * dp;
   };
-  std::vector<ProgramSet> sets;
+  std::vector<std::optional<CompiledPlan>> plans;
   std::vector<EngineResult> firsts;
-  sets.reserve(policies.size());  // each topology points at its set: no reallocation
+  const TrialSetup setup{report.cost, straggler, opts.platform};
   for (ReducePolicy policy : policies) {
-    PipelineConfig c = cfg;
-    if (policy != ReducePolicy::NONE) c.reduce_grad = policy;
-    sets.emplace_back();
-    const engine::Topology topo = compile_verified(c, policy, opts.cluster, sets.back());
-    const ProgramSet& s = sets.back();
+    plans.emplace_back(std::in_place, cfg, policy, opts.cluster);
+    const CompiledPlan& plan = *plans.back();
     PolicyRun pr;
     pr.policy = policy;
-    pr.programs = s.programs.size();
-    for (const Program& p : s.programs) pr.instructions += p.instrs.size();
-    for (int32_t trial = 0; trial < opts.trials; ++trial) {
-      SimCostModel model(s, c, report.cost, StragglerModel(straggler, world, static_cast<uint64_t>(trial)));
-      double wall_ms = 0;
-      EngineResult run = run_trial(topo, model, opts, report.cost, policy, wall_ms);
-      pr.trials.step_time_ms.push_back(run.makespan_ms);
-      if (trial == 0) {
-        pr.engine_wall_ms = wall_ms;
-        const std::string path = policies.size() > 1 && !opts.trace_path.empty()
-                                     ? with_suffix(opts.trace_path, to_string(policy))
-                                     : opts.trace_path;
-        first_trial_outputs(topo, run, model, replica0, path, pr);
-        firsts.push_back(std::move(run));
-      }
-      if (opts.progress) opts.progress(++done, total, to_string(policy));
+    pr.programs = plan.programs().programs.size();
+    pr.instructions = plan.instructions();
+    // Trial 0 keeps every timing (metrics, trace, SVG, memory curves); the others their step
+    // time and peak memory (a cluster: step time only, its peak is trial 0's; memory.h).
+    SimCostModel model = trial_cost_model(plan, setup, 0);
+    EngineResult run = run_trial(plan, model, opts.platform, &pr.engine_wall_ms);
+    pr.trials.step_time_ms.push_back(run.makespan_ms);
+    pr.memory = compute_memory(plan.programs(), run, plan.config().stage_layers, report.memory, !opts.svg_path.empty(),
+                               opts.cluster ? replica0 : ProgramFilter{});
+    pr.peak_memory_bytes = pr.memory.peak_bytes;
+    const std::string path = policies.size() > 1 && !opts.trace_path.empty()
+                                 ? with_suffix(opts.trace_path, to_string(policy))
+                                 : opts.trace_path;
+    first_trial_outputs(plan.topology(), run, model, replica0, path, pr);
+    firsts.push_back(std::move(run));
+    if (opts.progress) opts.progress(++done, total, to_string(policy));
+    TrialRunOptions to;
+    to.threads = opts.threads;
+    if (opts.progress)
+      to.progress = [&, base = done](int64_t k, int64_t) { opts.progress(base + k, total, to_string(policy)); };
+    if (opts.cluster) {
+      const std::vector<double> rest = trial_step_times(plan, setup, 1, opts.trials - 1, to);
+      pr.trials.step_time_ms.insert(pr.trials.step_time_ms.end(), rest.begin(), rest.end());
+    } else {
+      const TrialFigures rest = trial_figures(plan, setup, report.memory, 1, opts.trials - 1, to);
+      pr.trials.step_time_ms.insert(pr.trials.step_time_ms.end(), rest.step_time_ms.begin(), rest.step_time_ms.end());
+      for (double b : rest.peak_memory_bytes) pr.peak_memory_bytes = std::max(pr.peak_memory_bytes, b);
     }
+    done += opts.trials - 1;
     summarize(pr.trials);
     report.runs.push_back(std::move(pr));
     // Only the SVG needs a policy's programs and timings after its metrics (a cluster set is ~1 GB).
-    if (opts.svg_path.empty()) sets.back() = ProgramSet{}, firsts.back() = EngineResult{};
+    if (opts.svg_path.empty()) plans.back().reset(), firsts.back() = EngineResult{};
   }
   if (!opts.svg_path.empty()) {
     std::vector<SvgPanel> panels;
-    for (size_t n = 0; n < sets.size(); ++n)
-      panels.push_back({fmt::format("reduce_grad: {}", to_string(policies[n])), &sets[n], &firsts[n]});
+    for (size_t n = 0; n < plans.size(); ++n)
+      panels.push_back({fmt::format("reduce_grad: {}", to_string(policies[n])), &plans[n]->programs(), &firsts[n],
+                        &report.runs[n].memory});
     write_file(opts.svg_path, render_svg(panels, replica0));
   }
   return report;

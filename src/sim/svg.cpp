@@ -1,5 +1,5 @@
 // The SVG pipeline diagram (see trace.h): hand-written SVG 1.1, no scripts, readable in any
-// browser. Geometry: 160 px label column, 1400 px of time, two 18 px lanes per rank.
+// browser. Geometry: 160 px label column, 1400 px of time, two 18 px lanes per rank (and a 26 px memory lane when the panel has a memory report).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,7 +14,7 @@
 namespace ppstream::sim {
 namespace {
 
-constexpr double kLeft = 170, kWidth = 1400, kLane = 18, kRankGap = 8, kPanelHead = 34, kAxis = 26;
+constexpr double kLeft = 170, kWidth = 1400, kLane = 18, kRankGap = 8, kPanelHead = 34, kAxis = 26, kMemLane = 26;
 
 const char* kF = "#4e79a7";
 const char* kB = "#59a14f";
@@ -23,6 +23,7 @@ const char* kP2P = "#f28e2b";
 const char* kReduce = "#b07aa1";
 const char* kUnshard = "#9d9d9d";
 const char* kOpt = "#9c755f";
+const char* kMem = "#17becf";
 
 std::string escape(const std::string& s) {
   std::string out;
@@ -80,7 +81,7 @@ void draw_legend(std::ostringstream& o) {
   double lx = kLeft;
   for (auto [color, name] : std::vector<std::pair<const char*, const char*>>{
            {kF, "forward"}, {kB, "backward"}, {kP2P, "P2P batch"}, {kReduce, "REDUCE_GRAD"}, {kUnshard, "UNSHARD"},
-           {kWait, "stream wait (EVENT_WAIT)"}, {kOpt, "optimizer"}}) {
+           {kWait, "stream wait (EVENT_WAIT)"}, {kOpt, "optimizer"}, {kMem, "memory held"}}) {
     o << fmt::format(R"(<rect x="{:.1f}" y="8" width="12" height="12" fill="{}"/><text x="{:.1f}" y="18">{}</text>)", lx, color, lx + 16, name)
       << "\n";
     lx += 40 + 6.5 * static_cast<double>(std::string_view(name).size());  // room for the label
@@ -121,6 +122,29 @@ void draw_rank(std::ostringstream& o, const Program& prog, const std::vector<Ins
   }
 }
 
+// A rank's memory lane (top at y): the bytes held as a step line, scaled so that `max_bytes`
+// fills the lane; the peak marked with its value and time.
+void draw_memory(std::ostringstream& o, const RankMemory& m, double y, double scale, double max_bytes, double span) {
+  o << fmt::format(R"(<text x="10" y="{:.1f}" fill="#666">memory (peak {})</text>)", y + 15, format_bytes(m.peak_bytes)) << "\n";
+  const double h = kMemLane - 4, base = y + kMemLane - 2;
+  auto yb = [&](double bytes) { return base - (max_bytes > 0 ? bytes / max_bytes * h : 0.0); };
+  std::string pts = fmt::format("{:.2f},{:.2f}", kLeft, base);
+  double last = 0;
+  for (const MemoryPoint& pt : m.curve) {
+    const double x = kLeft + pt.t_ms * scale;
+    pts += fmt::format(" {:.2f},{:.2f} {:.2f},{:.2f}", x, yb(last), x, yb(pt.bytes));
+    last = pt.bytes;
+  }
+  pts += fmt::format(" {:.2f},{:.2f}", kLeft + span * scale, yb(last));
+  o << fmt::format(R"(<line x1="{:.1f}" x2="{:.1f}" y1="{:.2f}" y2="{:.2f}" stroke="#eee"/>)", kLeft, kLeft + span * scale, base, base)
+    << fmt::format(R"(<polyline points="{}" fill="none" stroke="{}" stroke-width="1.2"/>)", pts, kMem)
+    << fmt::format(R"(<circle cx="{:.2f}" cy="{:.2f}" r="2.5" fill="{}"><title>peak {} at {:.3f} ms</title></circle>)",
+                   kLeft + m.peak_ms * scale, yb(m.peak_bytes), kMem, format_bytes(m.peak_bytes), m.peak_ms)
+    << "\n";
+}
+
+double row_height(const SvgPanel& pn) { return 2 * kLane + kRankGap + (pn.memory ? kMemLane : 0.0); }
+
 size_t shown_rows(const SvgPanel& pn, const ProgramFilter& filter) {
   size_t rows = 0;
   for (const Program& p : pn.set->programs) rows += (!filter || filter(p)) ? 1 : 0;
@@ -131,17 +155,21 @@ size_t shown_rows(const SvgPanel& pn, const ProgramFilter& filter) {
 
 std::string render_svg(const std::vector<SvgPanel>& panels, const ProgramFilter& filter) {
   double span = 0;
-  size_t rows = 0;
   for (const SvgPanel& pn : panels) {
     span = std::max(span, pn.run->makespan_ms);
-    rows += shown_rows(pn, filter);
+    if (pn.memory && pn.memory->ranks.size() != pn.set->programs.size())
+      throw std::invalid_argument("svg: a panel's memory report does not list every program");
   }
   // A non-finite span would never end the axis-tick loop.
   if (!std::isfinite(span)) throw std::invalid_argument(fmt::format("svg: step time {} ms is not finite", span));
   span = std::max(span, 1e-9);
   const double scale = kWidth / span;
-  const double height = 40 + static_cast<double>(panels.size()) * (kPanelHead + kAxis) +
-                        static_cast<double>(rows) * (2 * kLane + kRankGap) + 30;
+  double rows_height = 0, max_bytes = 0;
+  for (const SvgPanel& pn : panels) {
+    rows_height += static_cast<double>(shown_rows(pn, filter)) * row_height(pn);
+    if (pn.memory) max_bytes = std::max(max_bytes, pn.memory->peak_bytes);
+  }
+  const double height = 40 + static_cast<double>(panels.size()) * (kPanelHead + kAxis) + rows_height + 30;
   std::ostringstream o;
   o << fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" font-family="sans-serif" font-size="10">)",
                    kLeft + kWidth + 20, height)
@@ -153,12 +181,13 @@ std::string render_svg(const std::vector<SvgPanel>& panels, const ProgramFilter&
                      escape(pn.title), pn.run->makespan_ms)
       << "\n";
     y += kPanelHead;
-    draw_axis(o, y, y + kAxis + static_cast<double>(shown_rows(pn, filter)) * (2 * kLane + kRankGap), span, scale);
+    draw_axis(o, y, y + kAxis + static_cast<double>(shown_rows(pn, filter)) * row_height(pn), span, scale);
     y += kAxis - 6;
     for (size_t p = 0; p < pn.set->programs.size(); ++p) {
       if (filter && !filter(pn.set->programs[p])) continue;
       draw_rank(o, pn.set->programs[p], pn.run->timing[p], y, scale);
-      y += 2 * kLane + kRankGap;
+      if (pn.memory && pn.memory->ranks[p].computed) draw_memory(o, pn.memory->ranks[p], y + 2 * kLane, scale, max_bytes, span);
+      y += row_height(pn);
     }
     y += 6;
   }

@@ -15,10 +15,17 @@ namespace ppstream::analyze {
 //  - a Chrome trace JSON (`.json` or `.json.gz`): ours, PyTorch Kineto or Ascend trace_view;
 //  - an Ascend profiler directory (`*_ascend_pt` / `*_ascend_ms`, or ASCEND_PROFILER_OUTPUT);
 //  - an Ascend `step_trace_time.csv` or `communication.json` (per-rank or cluster form);
+//  - a `ppstream train` run directory (run.json and programs.json beside rank{r}/): every rank's
+//    host trace rank{r}/trace.json (a --profile run's profiler output is its profile/
+//    subdirectory, a directory of the profiler dirs: docs/analyze.md "Train run directories");
 //  - a directory of the above (read in name order).
 // Throws TraceError (file, offset/event index, expected) on unknown or malformed input and
 // when the loaded set has no device lanes at all.
+// Chrome trace files are read on PPSTREAM_THREADS threads (default 2; 1 reads on one thread),
+// with the same result as one thread (docs/analyze.md "Cluster scale").
 void read_paths(const std::vector<std::string>& paths, TraceSet& set);
+// The same on `threads` reader threads (1: one after another on the caller's thread).
+void read_paths(const std::vector<std::string>& paths, TraceSet& set, unsigned threads);
 
 // The single-format readers (read_paths dispatches to them).
 void read_chrome_trace(const std::string& path, TraceSet& set);  // ours / Kineto / trace_view

@@ -34,6 +34,11 @@ inline int32_t interleaved_rounds(int32_t pp, int32_t microbatches) {
   return microbatches / pp > 1 ? microbatches / pp : 1;
 }
 enum class P2PTransport : uint8_t { PLAIN, BATCH, MULTI_STREAM };
+// The order a rank's async reductions queue on the reduction stream (pass order-reductions):
+// PROGRAM = each right after its stage's send batch, in backward order; PRIORITY = all queued at
+// the last of those sends, the stage with the most layers (the largest reduction, whose tail
+// costs most) first, ties in stage order.
+enum class ReduceOrder : uint8_t { PROGRAM, PRIORITY };
 
 // Inclusive layer range [first, last] of one virtual stage.
 struct LayerRange {
@@ -68,6 +73,7 @@ struct PipelineConfig {
   // the fsdp/hsdp default; code that builds a mode-NONE config sets NONE itself.
   ReducePolicy reduce_grad = ReducePolicy::INLINE;
   bool sync_last_reduce = true;                  // async: keep the last local stage's reduction on compute
+  ReduceOrder reduce_order = ReduceOrder::PROGRAM;  // async: queue order on the reduction stream
 
   // Any further top-level sections (e.g. `cost:` for the simulator, `model:` for the runtime)
   // are kept verbatim as YAML text for their own readers; see `extra_sections`.
@@ -125,6 +131,7 @@ std::vector<LayerRange> parse_layer_string(const std::string& text, const std::s
 // and plain | batch | multi_stream.
 const char* to_string(ScheduleKind k);
 const char* to_string(P2PTransport t);
+const char* to_string(ReduceOrder o);  // "program" | "priority"
 std::optional<ScheduleKind> parse_schedule_kind(const std::string& s);
 std::optional<P2PTransport> parse_p2p_transport(const std::string& s);
 // The config as YAML in the loader's own keys (only the core keys and extra sections);

@@ -23,6 +23,10 @@
 //     shard_bandwidth_gb_per_s: 50     # ring bandwidth inside a shard group
 //     replicate_bandwidth_gb_per_s: 25 # ring bandwidth inside a replicate group
 //     link_sharing: dedicated          # dedicated | fair | p2p_priority | reduce_priority
+//     stash_bytes_per_layer: …         # the memory model's sizes (sim/memory.h; defaults from the
+//     dw_stash_fraction: 0.5           #   keys above): activation stash, W's part of it, unsharded
+//     unsharded_param_bytes_per_layer  #   parameters, gradient buffer, receive buffer
+//     grad_buffer_bytes_per_layer, recv_buffer_bytes
 //
 // Collective formulas (ring algorithms; Thakur, Rabenseifner, Gropp, "Optimization of Collective
 // Communication Operations in MPICH", IJHPCA 19(1), 2005; Patarasuk, Yuan, "Bandwidth optimal

@@ -13,6 +13,7 @@
 #include "ppstream/config/config.h"
 #include "ppstream/engine/engine.h"
 #include "ppstream/sim/cost_model.h"
+#include "ppstream/sim/memory.h"
 #include "ppstream/sim/metrics.h"
 
 namespace ppstream::sim {
@@ -24,6 +25,8 @@ struct SimOptions {
   // ascend-mindspore-one-comm-stream (multi_stream:true) or cpu-serial; strict is untimed and refused.
   PlatformKind platform = PlatformKind::ASCEND_MINDSPORE;
   int32_t trials = 1;                  // seeded straggler draws; metrics detail is trial 0
+  int32_t threads = 0;                 // workers for trials 1..N-1 (0: one per hardware thread);
+                                       //   results are identical for every count (sim/trials.h)
   std::optional<uint64_t> seed;        // overrides straggler.seed
   std::string trace_path;              // Chrome trace of trial 0 ("" = none); with several
   std::string svg_path;                //   policies: NAME.inline.json, NAME.async.json; one SVG
@@ -44,12 +47,15 @@ struct PolicyRun {
   double engine_wall_ms = 0;           // trial 0, wall-clock time of run_engine
   size_t programs = 0;
   size_t instructions = 0;
+  MemoryReport memory;                 // trial 0 (with curves when an SVG is drawn)
+  double peak_memory_bytes = 0;        // max over ranks and every trial (memory.h); cluster: replica 0, trial 0
 };
 
 struct SimReport {
   World world;
   DPMode mode = DPMode::NONE;
   CostSpec cost;
+  MemorySpec memory;                   // the memory model's sizes (cost: keys, memory.h)
   uint64_t seed = 0;
   bool cluster = false;
   PlatformKind platform = PlatformKind::ASCEND_MINDSPORE;
@@ -62,6 +68,8 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts);
 
 // Nearest-rank percentile (q in [0, 100]) of a non-empty sample.
 double percentile(std::vector<double> sample, double q);
+// Fills p50/p90/p99 (percentile) and the mean of trials.step_time_ms (non-empty).
+void summarize(TrialStats& trials);
 
 // JSON: {"format":"ppstream.sim/1", "world":…, "policies":{"inline":{metrics…}, "async":{…}},
 // "comparison":{…} (two policies)}. Cluster mode lists per-rank detail for replica 0 and a

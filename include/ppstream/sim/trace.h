@@ -11,6 +11,7 @@
 
 #include "ppstream/engine/engine.h"
 #include "ppstream/program/ir.h"
+#include "ppstream/sim/memory.h"
 
 namespace ppstream::analyze {
 class TraceWriter;
@@ -43,10 +44,12 @@ struct SvgPanel {
   std::string title;
   const ProgramSet* set = nullptr;
   const EngineResult* run = nullptr;
+  const MemoryReport* memory = nullptr;  // with curves: a memory lane per rank (nullptr: none)
 };
 // Panels stacked on one time axis (so inline and async compare at a glance). Per rank: a
 // compute lane (F blue, B green, waits red, inline collectives purple, labels "mb/s") and a
-// communication lane (P2P orange, reductions purple, unshard grey).
+// communication lane (P2P orange, reductions purple, unshard grey), and with a panel's memory a
+// memory lane (bytes held, a step line scaled to the panel's largest peak, the peak marked).
 std::string render_svg(const std::vector<SvgPanel>& panels, const ProgramFilter& filter = {});
 
 }  // namespace ppstream::sim

@@ -26,6 +26,27 @@ TRAIN_DEFAULTS = {
     "seed": 1234,
     "data": "/usr/share/games/fortunes",
     "recompute": False,  # True: backward reruns the stage's forward (keeps only stage inputs)
+    # LR schedule (components/lr_schedule.py, Megatron-LM's OptimizerParamScheduler): lr is the peak
+    "min_lr": 0.0,
+    "lr_warmup_steps": 0,
+    "lr_warmup_init": 0.0,
+    "lr_decay_style": "constant",  # constant | linear | cosine
+    "lr_decay_steps": 0,  # 0: the run's steps
+    "clip_grad": 0.0,  # global gradient-norm clipping threshold (components/clipping.py); 0: off
+    # loss scaling (components/loss_scale.py): auto = dynamic for model.dtype float16
+    "loss_scale": "auto",  # auto | dynamic | none
+    "initial_loss_scale": 65536.0,
+    "min_loss_scale": 1.0,
+    "loss_scale_window": 1000,
+    "hysteresis": 2,
+    # dtypes of the HSDP collectives (components/precision.py)
+    "reduce_dtype": "float32",
+    "all_gather_dtype": "float32",
+    # evaluation (components/evaluate.py)
+    "eval_every": 0,  # 0: off
+    "eval_batches": 2,
+    "eval_holdout": 0.1,  # fraction of the built-in text corpus held out (only with eval_every > 0)
+    "hccl_buffer_size": 0,  # MB per communication group on Ascend; 0: HCCL_BUFFSIZE / HCCL's 200 (docs/runtime.md)
 }
 
 
@@ -96,6 +117,24 @@ def _section(doc: dict, name: str, defaults: dict, where: str) -> dict:
     return out
 
 
+def _check_components(path: str, train: dict, model: dict) -> None:
+    """The training components' own rules (schedule, loss scaling, precision, evaluation), with
+    the file named; the schedule's default decay length is checked against ``train.steps``."""
+    from ppstream.mindspore.components import evaluate, precision
+    from ppstream.mindspore.components.loss_scale import DynamicLossScaler, scaling_enabled
+    from ppstream.mindspore.components.lr_schedule import LrSchedule
+    try:
+        LrSchedule.from_train(train, int(train["steps"]))
+        if scaling_enabled(train, model["dtype"]):
+            DynamicLossScaler.from_train(train)
+        precision.check(train)
+        evaluate.check(train)
+    except ValueError as e:
+        raise RunConfigError(f"{path}: {e}") from None
+    if train["clip_grad"] < 0:
+        raise RunConfigError(f"{path}: train.clip_grad={train['clip_grad']}: expected >= 0 (0: off)")
+
+
 def load_run_config(path: str, overrides: dict[str, str] | None = None) -> RunConfig:
     """Reads the YAML at ``path``; ``overrides`` are the CLI's ``key=value`` (``model.hidden=64``).
 
@@ -123,6 +162,10 @@ def load_run_config(path: str, overrides: dict[str, str] | None = None) -> RunCo
         raise RunConfigError(f"{path}: model.dtype={model['dtype']!r}: expected one of {', '.join(MODEL_DTYPES)}")
     if not 1 <= model["top_k"] <= model["experts"]:
         raise RunConfigError(f"{path}: model.top_k={model['top_k']} must be in 1..model.experts={model['experts']}")
+    _check_components(path, train, model)
+    if train["hccl_buffer_size"] < 0:
+        raise RunConfigError(f"{path}: train.hccl_buffer_size={train['hccl_buffer_size']}: expected MB >= 1, or 0 "
+                             "for HCCL's own size (HCCL_BUFFSIZE, default 200)")
     layers = [tuple(x) for x in core["stage_layers"]]
     return RunConfig(core["pipeline_parallel_size"], core["pipeline_parallel_interleave_num"],
                      core["micro_batch_num"], layers, model, train)

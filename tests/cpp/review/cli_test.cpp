@@ -11,29 +11,18 @@
 #include <filesystem>
 #include <string>
 
+#include "../cli_run.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string ppstream_binary() { return (fs::read_symlink("/proc/self/exe").parent_path() / "ppstream").string(); }
 std::string example(const char* name) { return std::string(PPSTREAM_SOURCE_DIR) + "/examples/" + name; }
 
-struct CliRun {
-  int rc = -1;
-  std::string out;  // stdout and stderr together
-};
+using ppstream::testing_cli::CliRun;
+using ppstream::testing_cli::ppstream_binary;
 
-CliRun run(const std::string& args) {
-  CliRun r;
-  FILE* p = popen((ppstream_binary() + " " + args + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
+CliRun run(const std::string& args) { return ppstream::testing_cli::run_ppstream(args + " 2>&1"); }
 
 class ReviewCli : public ::testing::Test {
  protected:

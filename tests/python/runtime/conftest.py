@@ -67,3 +67,4 @@ def have_fortunes() -> bool:
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "multiprocess: 8-process msrun runs (slow; select with -m multiprocess)")
+    config.addinivalue_line("markers", "netns: two hosts made of network namespaces (root; test_two_nodes.py, ~2 min)")

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import json
 import time
+import weakref
 
 import numpy as np
 import pytest
 
 import ppstream
 from conftest import write_config
-from ppstream.mindspore import model as model_module
-from ppstream.mindspore.groups import Topology
-from ppstream.mindspore.platform_base import DEVICE_PROFILES, KNOWN_PROFILES, Platform
+from ppstream.mindspore.model import moe as model_module
+from ppstream.mindspore.parallel.groups import Topology
+from ppstream.mindspore.platforms.base import DEVICE_PROFILES, KNOWN_PROFILES, Platform
 from ppstream.mindspore.runconfig import load_run_config
 
 STEPS = 2
@@ -34,7 +35,7 @@ LAYOUTS = {
 @pytest.fixture(scope="module", autouse=True)
 def mindspore_cpu():
     import mindspore as ms
-    from ppstream.mindspore.worker import cpu_settings
+    from ppstream.mindspore.launch.worker import cpu_settings
     ms.set_device("CPU")
     ms.set_context(mode=ms.PYNATIVE_MODE)
     cpu_settings()
@@ -53,8 +54,8 @@ def _config(tmp_path, name: str) -> str:
 
 def run_fake(config: str, corpus, steps: int = STEPS, wrap=None):
     """Runs every rank of the config's expanded programs on one FakeWorld; returns (runtimes, losses per step)."""
-    from ppstream.mindspore.platform_fake import FakePlatform, FakeWorld
-    from ppstream.mindspore.rank import RankRuntime
+    from ppstream.mindspore.platforms.fake import FakePlatform, FakeWorld
+    from ppstream.mindspore.training.rank import RankRuntime
 
     cfg = load_run_config(config)
     pset = json.loads(ppstream.compile(config, True, FakePlatform.profile))
@@ -85,7 +86,7 @@ _baselines: dict = {}
 
 
 def baseline(config: str, corpus):
-    from ppstream.mindspore.baseline import train_baseline
+    from ppstream.mindspore.training.baseline import train_baseline
     cfg = load_run_config(config)
     w = json.loads(ppstream.compile(config, False, "strict"))["world"]
     key = (cfg.num_layers, cfg.micro_batch_num, w["shard"] * w["replicate"])
@@ -145,32 +146,154 @@ def test_async_and_inline_bitwise_identical(tmp_path, corpus):
             assert np.array_equal(pa[k], pb[k]), k
 
 
-def test_straggler_wrapper_delays_only_reductions(tmp_path, corpus, monkeypatch):
-    from ppstream.mindspore import platform_straggler
-    from ppstream.mindspore.platform_recording import RecordingPlatform
-    from ppstream.mindspore.platform_straggler import StragglerPlatform
-    slept: list[tuple[int, float]] = []
-    monkeypatch.setattr(platform_straggler.time, "sleep", lambda s: slept.append(s))
+@pytest.mark.parametrize("policy,streams", [("async", {"reduce", "compute"}), ("inline", {"compute"})])
+def test_straggler_delays_each_reduction_on_the_stream_it_runs_on(policy, streams, tmp_path, corpus, monkeypatch):
+    """--straggle: one delay per REDUCE_GRAD of the straggling rank, on the reduction's own
+    stream (reduce under async — but the last local stage's, sync_last_reduce, on compute —
+    compute under inline), before its first collective; the host never sleeps (the fake
+    platform logs device delays)."""
+    import time as time_module
+    from ppstream.mindspore.platforms.recording import RecordingPlatform
+    from ppstream.mindspore.platforms.straggler import StragglerPlatform
+
+    def no_sleep(_s):
+        raise AssertionError("the host slept: a straggler must delay the device stream")
+    monkeypatch.setattr(time_module, "sleep", no_sleep)
 
     def wrap(r, plat):
         return RecordingPlatform(StragglerPlatform(plat, 250.0)) if r == 1 else plat
 
-    rts, _losses, _w = run_fake(_config(tmp_path, "pp2_vpp2_fsdp_async"), corpus, steps=1, wrap=wrap)
+    cfg = write_config(str(tmp_path / f"{policy}.yaml"), **{**LAYOUTS["pp2_vpp2_fsdp_async"], "reduce_grad": policy},
+                       model=TINY)
+    rts, _losses, _w = run_fake(cfg, corpus, steps=1, wrap=wrap)
     p = rts[1].platform
     assert p.name == "cpu-serial" and p.label == "cpu-serial+straggler+recording"
-    n_reduce = sum(1 for i in rts[1].executor.program["instrs"] if i["op"] == "REDUCE_GRAD")
-    assert slept == [0.25] * n_reduce and n_reduce > 0
-    # the recording saw every reduction collective on the stream the program put it on
-    for e in p.log:
-        if e["call"] == "collective" and "REDUCE_GRAD" in e["text"]:
-            assert e["stream"] == rts[1].executor.program["instrs"][e["i"]]["stream"]
+    instrs = rts[1].executor.program["instrs"]
+    reductions = [(i["stream"], i["text"]) for i in instrs if i["op"] == "REDUCE_GRAD"]
+    assert reductions and {st for st, _t in reductions} == streams
+    fake = p.inner.inner
+    assert fake.delays == [(0, st, text, 250.0) for st, text in reductions]
+    assert sum(p.counts[f"delay {st}"] for st in streams) == len(reductions)
+    # issued inside the reduction, before its first collective, on the same stream
+    for k, e in enumerate(p.log):
+        if e["call"] == "delay":
+            nxt = p.log[k + 1]
+            assert nxt["call"] == "collective" and nxt["i"] == e["i"] and nxt["stream"] == e["stream"] == instrs[e["i"]]["stream"]
+    assert not any(f.delays for f in (rts[0].platform, rts[2].platform, rts[3].platform))
     assert p.counts is p.inner.counts is p.inner.inner.counts
 
 
+class LifetimeProbe:
+    """Wraps a platform's transport and watches every tensor a collective on a side stream uses
+    (weakly, with a copy of its value), until the WAIT of the event the program records after it
+    on that stream; before every instruction it checks each watched tensor is alive and
+    unchanged, and that the runtime's holds no longer keep what an ended event covered."""
+
+    def __init__(self, rank: int, program: dict):
+        from ppstream.mindspore.platforms.base import PlatformWrapper
+
+        probe = self
+        self.rank, self.instrs, self.watched, self.violations, self.released = rank, program["instrs"], [], [], []
+
+        class Wrapper(PlatformWrapper):
+            def _watch(self, tensors):
+                probe.watch(self, tensors)
+
+            def _all_gather(self, t, group):
+                out = self.inner._all_gather(t, group)
+                self._watch([t, out])
+                return out
+
+            def _reduce_scatter_sum(self, t, group):
+                out = self.inner._reduce_scatter_sum(t, group)
+                self._watch([t, out])
+                return out
+
+            def _all_reduce_sum(self, t, group):
+                out = self.inner._all_reduce_sum(t, group)
+                self._watch([t, out])
+                return out
+
+            def begin_instr(self, index, instr):
+                probe.check(self, index)
+                super().begin_instr(index, instr)
+
+        self.Wrapper = Wrapper
+
+    def end_event(self, stream: str, index: int):
+        """The event recorded on ``stream`` after instruction ``index`` (None: only the step's end)."""
+        for ins in self.instrs[index + 1:]:
+            if ins["op"] == "RECORD" and ins["stream"] == stream:
+                return ins["event"]
+        return None
+
+    def watch(self, plat, tensors) -> None:
+        stream = plat.current_stream
+        if stream == "compute":
+            return
+        end = self.end_event(stream, plat.instr_index)
+        waits = [j for j, ins in enumerate(self.instrs) if ins["op"] == "WAIT" and ins["event"] == end
+                 and ins["stream"] != stream]
+        for t in tensors:
+            self.watched.append((weakref.ref(t), t.asnumpy().copy(), plat.instr_text, end, waits[0] if waits else None))
+
+    def check(self, plat, index: int) -> None:
+        keep = []
+        for ref, value, text, end, wait_index in self.watched:
+            if wait_index is not None and index > wait_index:  # its event was waited: the holds let go
+                if end in [h.event for h in plat.holds.pending]:
+                    self.violations.append(f"r{self.rank} #{index}: {text}: still held after WAIT {end}")
+                self.released.append(text)
+                continue
+            t = ref()
+            if t is None:
+                self.violations.append(f"r{self.rank} #{index}: a buffer of {text!r} was freed before WAIT {end}")
+            elif not np.array_equal(t.asnumpy(), value):
+                self.violations.append(f"r{self.rank} #{index}: a buffer of {text!r} changed before WAIT {end}")
+            else:
+                keep.append((ref, value, text, end, wait_index))
+        self.watched = keep
+
+
+def _probe_run(tmp_path, corpus):
+    """One step of PP2/VPP2 x HSDP 2x2 (async) with a LifetimeProbe around every rank's platform."""
+    cfg = _config(tmp_path, "pp2_vpp2_hsdp")
+    pset = json.loads(ppstream.compile(cfg, True, "cpu-serial"))
+    probes = {}
+
+    def wrap(r, plat):
+        probes[r] = LifetimeProbe(r, pset["programs"][r])
+        return probes[r].Wrapper(plat)
+
+    rts, _losses, _w = run_fake(cfg, corpus, steps=1, wrap=wrap)
+    return rts, probes
+
+
+def test_side_stream_buffers_live_until_their_event_is_waited(tmp_path, corpus):
+    """PP2/VPP2 x HSDP 2x2, async: every tensor an UNSHARD (fsdp) or REDUCE_GRAD (reduce) used is
+    alive and unchanged at every instruction until the WAIT of unsharded[s] / reduce_done[s], and
+    the runtime's holds let it go after that WAIT; nothing is held after the step."""
+    rts, probes = _probe_run(tmp_path, corpus)
+    for r, probe in probes.items():
+        assert not probe.violations, probe.violations[:5]
+        assert any("REDUCE_GRAD" in t for t in probe.released) and any("UNSHARD" in t for t in probe.released), r
+        assert rts[r].platform.holds.pending == []
+
+
+def test_the_lifetime_probe_sees_a_buffer_freed_without_the_holds(tmp_path, corpus, monkeypatch):
+    """The same run with the runtime's holds switched off: the probe reports the reduction's
+    gradient buffer freed before reduce_done (so the test above can fail)."""
+    from ppstream.mindspore.platforms.holds import BufferHolds
+    monkeypatch.setattr(BufferHolds, "hold", lambda self, stream, tag, tensors: None)
+    _rts, probes = _probe_run(tmp_path, corpus)
+    found = [v for p in probes.values() for v in p.violations]
+    assert any("REDUCE_GRAD" in v and "freed before WAIT reduce_done" in v for v in found), found[:5]
+
+
 def test_platform_is_abstract_and_names_a_cpp_profile(tmp_path):
-    from ppstream.mindspore.platform_ascend import AscendPlatform
-    from ppstream.mindspore.platform_cpu import CpuPlatform
-    from ppstream.mindspore.platform_fake import FakePlatform
+    from ppstream.mindspore.platforms.ascend import AscendPlatform
+    from ppstream.mindspore.platforms.cpu import CpuPlatform
+    from ppstream.mindspore.platforms.fake import FakePlatform
 
     with pytest.raises(TypeError):
         Platform()  # abstract: no transport
@@ -189,9 +312,9 @@ def test_platform_is_abstract_and_names_a_cpp_profile(tmp_path):
 
 
 def test_fake_world_names_a_deadlocked_rank(corpus):
-    from ppstream.mindspore.groups import Group
-    from ppstream.mindspore.platform_base import P2P
-    from ppstream.mindspore.platform_fake import FakePlatform, FakeWorld
+    from ppstream.mindspore.parallel.groups import Group
+    from ppstream.mindspore.platforms.base import P2P
+    from ppstream.mindspore.platforms.fake import FakePlatform, FakeWorld
     import mindspore as ms
     world = FakeWorld(2, timeout_s=0.5)
     plats = [FakePlatform(world, r) for r in range(2)]

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from conftest import have_fortunes, write_config
-from ppstream.mindspore.launch import Cluster, WorldTooLarge, check_world, msrun_command
+from ppstream.mindspore.launch.msrun import Cluster, WorldTooLarge, check_world, msrun_command
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -104,7 +104,7 @@ def test_sigkill_of_the_launcher_leaves_no_worker(tmp_path):
 
 
 def test_ascend_comm_stream_mode_is_set_explicitly():
-    from ppstream.mindspore.launch import runtime_conf
+    from ppstream.mindspore.launch.msrun import runtime_conf
     assert runtime_conf("") == "multi_stream:group"
     assert runtime_conf("multi_stream:true,inline:false") == "inline:false,multi_stream:group"
 
@@ -112,10 +112,10 @@ def test_ascend_comm_stream_mode_is_set_explicitly():
 def test_ascend_programs_are_verified_under_the_profile_of_the_mode_the_launcher_sets(tmp_path, monkeypatch):
     import json
     import ppstream
-    from ppstream.mindspore.launch import (COMM_STREAM_MODE, COMM_STREAM_PROFILES, check_runtime_conf,
+    from ppstream.mindspore.launch.msrun import (COMM_STREAM_MODE, COMM_STREAM_PROFILES, check_runtime_conf,
                                            comm_stream_mode, runtime_conf)
-    from ppstream.mindspore.platform_ascend import AscendPlatform
-    from ppstream.mindspore.platform_base import DEVICE_PROFILES, KNOWN_PROFILES
+    from ppstream.mindspore.platforms.ascend import AscendPlatform
+    from ppstream.mindspore.platforms.base import DEVICE_PROFILES, KNOWN_PROFILES
     conf = runtime_conf("multi_stream:true,inline:false")
     assert comm_stream_mode(conf) == COMM_STREAM_MODE == "group"
     # the launcher compiles Ascend programs under DEVICE_PROFILES["ascend"]; the platform names it too
@@ -125,7 +125,7 @@ def test_ascend_programs_are_verified_under_the_profile_of_the_mode_the_launcher
     for bad in ("", "inline:false", "multi_stream:true", "multi_stream:false", "multi_stream:group,multi_stream:true"):
         with pytest.raises(RuntimeError, match="expected 'group'.*verified under ascend-mindspore"):
             check_runtime_conf(bad)  # ... and nothing else does
-    from ppstream.mindspore.worker import init_mindspore
+    from ppstream.mindspore.launch.worker import init_mindspore
     monkeypatch.setenv("MS_DEV_RUNTIME_CONF", "multi_stream:true")
     with pytest.raises(RuntimeError, match="multi_stream is 'true', expected 'group'"):
         init_mindspore("ascend")  # the worker checks before touching the device

@@ -1,8 +1,8 @@
 """scripts/ascend_smoke.sh end to end on CPU (the Ascend node's one command, device aside).
 
-``test_ascend_smoke_on_cpu`` NEEDS THE ANALYZER BRANCH (``ppstream analyze RUN_DIR`` reading a
-train run directory with MindSpore's CPU profiler output); the evidence check from our own
-traces does not. 4 runs x 8 ranks, 2 steps, a tiny model.
+``test_ascend_smoke_on_cpu``: ``ppstream analyze RUN_DIR`` and ``ppstream diff RUN_A RUN_B`` on the
+train run directories (host traces and MindSpore's CPU profiler output). 4 runs x 8 ranks, 2
+steps, a tiny model.
 """
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_async_issues_every_send_b_before_its_reduction_ends_inline_does_not(smo
         assert ev_i and not any(ev_i.values()), (layout, ev_i)  # inline: the reduction ends first
         # MindSpore's profiler wrote its output on every rank (first step skipped by the schedule)
         for r in range(8):
-            views = glob.glob(os.path.join(run_a, f"rank{r}", "profile", f"rank{r}_*_ascend_ms",
+            views = glob.glob(os.path.join(run_a, "profile", f"rank{r}_*_ascend_ms",
                                            "ASCEND_PROFILER_OUTPUT", "trace_view.json"))
             assert len(views) == 1, (layout, r)
 

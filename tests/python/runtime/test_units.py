@@ -6,10 +6,10 @@ import os
 import numpy as np
 import pytest
 
-from ppstream.mindspore.groups import Topology
+from ppstream.mindspore.parallel.groups import Topology
 from ppstream import ConfigError, _core
 from ppstream.mindspore.runconfig import RunConfigError, load_run_config
-from ppstream.mindspore.train import hung_ranks
+from ppstream.mindspore.launch.cli import hung_ranks
 
 
 def _write(tmp_path, text):
@@ -73,7 +73,7 @@ def test_hung_ranks_names_each_unfinished_rank(tmp_path):
 
 
 def test_data_rows_are_the_same_for_any_dp_split():
-    from ppstream.mindspore.data import TextData
+    from ppstream.mindspore.data.text import TextData
     corpus = np.frombuffer(bytes(range(256)) * 64, dtype=np.uint8)
     a = TextData(corpus, 8, 2, 4, 2, seed=7)  # dp 2, 4 microbatches
     tok, lab = a.microbatch(3, 1, 2)
@@ -85,10 +85,10 @@ def test_data_rows_are_the_same_for_any_dp_split():
 
 def test_hsdp_layout_pads_and_shards_the_flat_vector():
     import mindspore as ms
-    from ppstream.mindspore.groups import Group
-    from ppstream.mindspore.hsdp import HsdpState
-    from ppstream.mindspore.model import StageCell
-    from ppstream.mindspore.stage import PipelineStage
+    from ppstream.mindspore.parallel.groups import Group
+    from ppstream.mindspore.training.hsdp import HsdpState
+    from ppstream.mindspore.model.moe import StageCell
+    from ppstream.mindspore.training.stage import PipelineStage
 
     ms.set_device("CPU")
     cfg = {"hidden": 4, "heads": 2, "experts": 2, "top_k": 1, "ffn": 6, "seq_len": 4, "vocab": 8}
@@ -106,7 +106,7 @@ def test_comm_plan_one_group_per_program_stream_and_per_peer_pair(tmp_path):
     import json
     import ppstream
     from conftest import write_config
-    from ppstream.mindspore.commplan import CommPlan
+    from ppstream.mindspore.parallel.commplan import CommPlan
     cfg = write_config(str(tmp_path / "c.yaml"), pp=2, vpp=2, layers=4, mbs=4, mode="hsdp", shard=2, replicate=2)
     pset = json.loads(ppstream.compile(cfg, True, "ascend-mindspore"))
     w = pset["world"]
@@ -131,7 +131,7 @@ def test_comm_plan_one_group_per_program_stream_and_per_peer_pair(tmp_path):
 
 
 def test_profile_schedule_skips_the_warm_up_step():
-    from ppstream.mindspore.profiling import profile_schedule
+    from ppstream.mindspore.training.profiling import profile_schedule
     assert profile_schedule(5) == {"skip_first": 1, "wait": 0, "warmup": 0, "active": 4, "repeat": 1}
     assert profile_schedule(1) == {"skip_first": 0, "wait": 0, "warmup": 0, "active": 1, "repeat": 1}
     with pytest.raises(ValueError, match="at least one step"):

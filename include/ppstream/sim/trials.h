@@ -1,0 +1,99 @@
+// Trials: compile and verify a plan once, then run the engine for as many straggler draws as
+// asked on the one shared topology. A new draw changes only arrival delays (StragglerModel is a
+// pure function of seed, trial, rank, collective kind and stage), so a trial costs one engine
+// run (two under link sharing) and nothing else. `simulate` and `tune` both go through here.
+//
+//   const sim::CompiledPlan plan(cfg, ReducePolicy::ASYNC, /*cluster=*/true);  // compile + verify once
+//   sim::TrialSetup setup = sim::trial_setup(cfg, plan.world());            // cost + straggler sections
+//   setup.straggler.seed = 7;                                                // another draw family
+//   std::vector<double> ms = sim::trial_step_times(plan, setup, 0, 100);    // trials 0..99, both cores
+//
+// Threads: trial_step_times runs independent trials on `threads` workers; every trial has its
+// own cost model and engine state, the plan is only read, and results are stored by trial
+// index, so the output is identical to a serial run for every thread count (tested). A const
+// CompiledPlan may be shared by several threads (e.g. `tune` scoring plans in parallel).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "ppstream/config/config.h"
+#include "ppstream/engine/engine.h"
+#include "ppstream/sim/cost_model.h"
+#include "ppstream/sim/straggler.h"
+
+namespace ppstream::engine {
+struct Topology;
+}
+
+namespace ppstream::sim {
+
+// One compiled, verified program set and its engine topology; immutable after construction.
+class CompiledPlan {
+ public:
+  // Compiles `cfg` with data_parallel.reduce_grad = `policy` (NONE: keep the config's; required
+  // when the config has no DP), verifies the one-replica set (no deadlock under strict
+  // semantics and every static rule, docs/verify.md), then with `cluster` compiles the expanded
+  // world (every DP replica; it is the one-replica set's replication and is not re-verified).
+  // Throws ConfigError (policy without DP) and VerifyError (the programs do not verify).
+  CompiledPlan(const PipelineConfig& cfg, ReducePolicy policy, bool cluster);
+  ~CompiledPlan();
+  CompiledPlan(CompiledPlan&&) noexcept;
+  CompiledPlan& operator=(CompiledPlan&&) noexcept;
+
+  const PipelineConfig& config() const;  // the config as compiled (policy applied)
+  ReducePolicy policy() const;
+  bool cluster() const;
+  const World& world() const;             // the world of the set (expanded under cluster)
+  const ProgramSet& programs() const;
+  const engine::Topology& topology() const;  // src/engine/topology.h; points into programs()
+  size_t instructions() const;            // over every program
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// What a trial needs besides the plan: the cost section (durations) and the straggler section
+// (arrival delays; `straggler.seed` selects the draw family, the trial index the draw).
+struct TrialSetup {
+  CostSpec cost;
+  StragglerSpec straggler;
+  PlatformKind platform = PlatformKind::ASCEND_MINDSPORE;  // a timed profile (strict is refused)
+};
+
+// The config's `cost:` and `straggler:` sections (defaults when absent), the straggler members
+// checked against `world`. Throws ConfigError naming the key.
+TrialSetup trial_setup(const PipelineConfig& cfg, const World& world);
+
+// The cost model of draw `trial` (0-based) for `plan`; it keeps references into plan.programs().
+SimCostModel trial_cost_model(const CompiledPlan& plan, const TrialSetup& setup, uint64_t trial);
+
+// One trial's engine run with `model` (from trial_cost_model): every instruction's timing.
+// Under link sharing (setup.cost.link_sharing != dedicated) a second run with the first run's
+// overlaps as extra transfer time (the model's extras are set). `wall_ms`, when given, gets
+// the engine's wall-clock time in ms. Throws std::invalid_argument for a deadlocked step (every
+// blocked instruction named), a non-finite step time, or platform strict.
+EngineResult run_trial(const CompiledPlan& plan, SimCostModel& model, PlatformKind platform,
+                       double* wall_ms = nullptr);
+
+struct TrialRunOptions {
+  int32_t threads = 0;  // workers; 0: one per hardware thread (std::thread::hardware_concurrency)
+  // Called after each finished trial with (finished, count), under a lock, from a worker thread.
+  std::function<void(int64_t, int64_t)> progress;
+};
+
+// Step times (ms, the engine's makespan) of draws first, first+1, …, first+count-1, in trial
+// order; identical for every thread count. On an error (see run_trial) the remaining trials are
+// abandoned and the error of the lowest failing trial index is rethrown.
+std::vector<double> trial_step_times(const CompiledPlan& plan, const TrialSetup& setup, uint64_t first, int32_t count,
+                                     const TrialRunOptions& opts = {});
+
+// Runs work(0) … work(count-1) on up to `threads` workers (0: hardware threads), each index
+// exactly once; rethrows the exception of the lowest failing index after every worker stopped.
+// For callers that parallelize something else than trials of one plan (e.g. plans).
+void parallel_for(int64_t count, int32_t threads, const std::function<void(int64_t)>& work);
+
+}  // namespace ppstream::sim

@@ -1,0 +1,102 @@
+// tune: search the plans a configuration can be compiled to (schedule, P2P flags, reduction
+// placement and queue order, FSDP prefetch depth) for the lowest step-time objective under the
+// config's straggler model, within a memory budget. Every plan is compiled and verified before
+// it is scored; scoring is the simulator's trial runs (the one engine semantics) over seeded trials, the same
+// trials for every plan (common random numbers), pruned by successive halving; a plan is compiled
+// once and a later rung runs only the trials it adds (sim/trials.h). docs/tune.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ppstream/config/config.h"
+
+namespace ppstream::tune {
+
+enum class Objective : uint8_t { P99, P50, MEAN };
+const char* to_string(Objective o);                               // "p99" | "p50" | "mean"
+std::optional<Objective> parse_objective(const std::string& s);
+
+// One axis of the plan space: a config key (as `--set` takes it) and the values to try.
+struct Dimension {
+  std::string key;
+  std::vector<std::string> values;
+};
+using Settings = std::vector<std::pair<std::string, std::string>>;  // key=value, in space order
+
+// The default space for `cfg`: the reduction policy and its knobs (when DP is on), the P2P
+// flags and transport, the schedules of the config's family (vpp 1: gpipe, 1f1b, zb_h1; vpp > 1:
+// interleaved_1f1b, interleaved_zb, and zbv / dualpipev at vpp 2) and, when sharded, the
+// prefetch depth 1..vpp. Values that the config already has are included (so it is a plan).
+std::vector<Dimension> default_space(const PipelineConfig& cfg);
+// "KEY=V1,V2": one dimension; throws std::invalid_argument naming the text and what is wrong
+// (no '=', an empty value list, a key the config loader does not know, checked by applying it).
+Dimension parse_dimension(const std::string& text, const PipelineConfig& cfg);
+
+struct TuneOptions {
+  Objective objective = Objective::P99;
+  int32_t trials = 200;                        // trials of a fully evaluated plan (>= 1)
+  std::optional<double> memory_budget_bytes;   // peak memory (any rank, any trial) limit
+  std::vector<Dimension> space;                // empty: default_space; a key given here replaces its default
+  std::optional<double> budget_s;              // wall-clock budget; stops with the best so far
+  int32_t eta = 3;                             // successive halving: keep 1/eta per rung, trials × eta
+  int32_t min_trials = 10;                     // trials of the first rung (at most `trials`)
+  int32_t show = 5;                            // plans listed in the report
+  // Called after each plan evaluation: (evaluations done, evaluations planned so far, what).
+  std::function<void(int64_t, int64_t, const std::string&)> progress;
+};
+
+// One scored plan.
+struct PlanResult {
+  Settings settings;              // the keys whose value differs from the config as written
+  std::string label;              // "as written", "inline", … for baselines; else the settings
+  int32_t trials = 0;             // trials its figures are over
+  double p50_ms = 0, p99_ms = 0, mean_ms = 0;
+  double score_ms = 0;            // the objective
+  double peak_memory_bytes = 0;   // max over ranks and trials (sim/memory.h)
+  std::vector<double> peak_per_rank_bytes;  // trial 0, per program (PP rank)
+  bool over_budget = false;
+  std::string yaml;               // the plan as a config file (to_yaml): what --apply writes
+};
+
+// One line of the search log: a plan at a rung, or a plan set aside before scoring.
+struct LogEntry {
+  std::string plan;     // its settings as "key=v key=v" ("(as written)" when none)
+  int32_t rung = -1;    // -1: not scored
+  int32_t trials = 0;
+  double score_ms = 0;
+  std::string outcome;  // "kept", "pruned", "over budget", "invalid: …", "does not verify: …", "duplicate of …"
+};
+
+struct TuneReport {
+  Objective objective = Objective::P99;
+  int32_t trials = 0;
+  std::optional<double> memory_budget_bytes;
+  std::vector<Dimension> space;
+  std::vector<PlanResult> plans;             // best first: fully evaluated (or the furthest rung when stopped), in budget
+  PlanResult as_written;                     // the config, and the three policy baselines as written:
+  std::vector<PlanResult> baselines;         //   inline; async (sync_last_reduce false); async + sync_last_reduce
+  int64_t candidates = 0;                    // points of the space
+  int64_t evaluated = 0;                     // distinct plans compiled, verified and scored (any rung)
+  int64_t verified = 0;                      // distinct plans that compiled and verified
+  int64_t simulations = 0;                   // plan × rung scorings (the baselines one each)
+  int64_t trial_runs = 0;                    // engine runs over every scoring (each trial once per plan)
+  bool stopped_by_budget = false;
+  double wall_s = 0, time_to_best_s = 0;     // time to the first scoring of the plan that ends best
+  std::vector<LogEntry> log;
+};
+
+// Throws ConfigError for a config that does not compile as written, std::invalid_argument for
+// bad options. Never returns a plan over the memory budget.
+TuneReport tune(const PipelineConfig& cfg, const TuneOptions& opts);
+
+// JSON {"format":"ppstream.tune/1", "plans":[{settings, p50_ms, p99_ms, mean_ms,
+// peak_memory_bytes, …}], "evaluated", "verified", "baselines", "log", …}; table for people.
+std::string tune_json(const TuneReport& r, int indent = 2);
+std::string tune_table(const TuneReport& r);
+
+}  // namespace ppstream::tune

@@ -1,0 +1,108 @@
+// What-if analysis of a real job's timer trace (docs/whatif.md): lift the trace into a dependency
+// graph per step, re-simulate it with its measured costs, then with idealized ones, and attribute
+// the slowdown to DP ranks, stages and op types — the method and figures of "Understanding
+// Stragglers in Large Model Training Using What-if Analysis" (Lin et al., OSDI 2025): S is its
+// Eq. 1, S_t (by op type) Eq. 2, S_w (by worker) Eq. 4, M_W Eq. 5, M_S §5.2. Times in ms.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ppstream/analyze/megatron.h"
+#include "ppstream/program/ir.h"
+
+namespace ppstream::whatif {
+
+// A trace the lifting cannot use (a missing peer, an unmatched collective, a worker or step with
+// other ops than the rest). The message names DP rank, stage, step and op, and what is missing.
+struct LiftError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// How the ideal replaces measured durations. MEAN: compute ops by their mean, communication
+// ops by their median (the artifact's rule, analysis_util.py); MEDIAN: every op by its median.
+enum class Agg : uint8_t { MEAN, MEDIAN };
+
+struct WhatIfOptions {
+  std::optional<std::pair<int32_t, int32_t>> steps;  // analyse only steps in [first, last]
+  Agg agg = Agg::MEAN;
+  // Attribute (by DP rank, stage, op type) only when S >= this (the artifact's --decompose-thres).
+  double decompose_threshold = 1.03;
+  // Counterfactual: re-place the gradient reductions (INLINE or ASYNC, docs/whatif.md
+  // "Counterfactual") and predict the step; nullopt / NONE: none.
+  std::optional<ReducePolicy> reduce_grad;
+  // Called after each simulation with (done, total); may be empty.
+  std::function<void(int64_t, int64_t)> progress;
+};
+
+// One step's times (ms from the step's first op).
+struct StepFigures {
+  int32_t step = 0;
+  double measured_ms = 0;     // the trace: last end − first start
+  double resimulated_ms = 0;  // lifted graph, measured costs and launch delays (should equal measured)
+  double nodelay_ms = 0;      // measured costs, launch delays removed
+  double ideal_ms = 0;        // idealized costs, no launch delays
+  double slowdown = 0;        // nodelay / ideal
+};
+
+// The attribution of one group (keep its ops measured, the rest ideal; Eq. 2 / Eq. 4).
+using Attribution = std::map<std::string, double>;  // label → slowdown (DP ranks, stages as integers)
+
+struct WhatIfResult {
+  int32_t dp = 0, pp = 0, vpp = 0;
+  int64_t ops = 0;             // timer ops read and lifted
+  int64_t graph_ops = 0;       // ops of the per-step dependency template (all stages, one DP rank)
+  double slowdown = 0;         // S = mean nodelay / mean ideal (artifact: blocking_slowdown)
+  double launch_slowdown = 0;  // mean measured / mean nodelay (artifact: launch_slowdown)
+  double max_resim_error = 0;  // max over steps of |resimulated − measured| / measured
+  double launch_delay_share = 0;  // 1 − mean nodelay / mean measured: the step share launch delays cost
+  bool attributed = false;     // S >= decompose_threshold: the maps below are filled
+  Attribution by_dp_rank, by_stage, by_op_type;
+  std::map<int32_t, Attribution> by_dp_rank_per_step, by_stage_per_step, by_op_type_per_step;
+  // M_W (Eq. 5): share of the slowdown removed by idealizing the top 3 % of workers (by
+  // min(S_dp, S_stage)); M_S: by idealizing the last stage. Each with its `add` counterpart.
+  double m_w = 0, m_w_add = 0, m_s = 0, m_s_add = 0;
+  std::vector<std::pair<int32_t, int32_t>> m_w_workers;  // (dp rank, stage) idealized for M_W
+  // Worker heatmap: min(S_dp, S_stage) per [dp][stage] (the artifact's heatmap score).
+  std::vector<std::vector<double>> worker_score;
+  std::vector<StepFigures> steps;
+  // With WhatIfOptions::reduce_grad: the step predicted with the reductions re-placed (means over
+  // the steps, ms), with the measured costs and with the ideal ones, beside the measured-cost step
+  // of the trace's own placement (nodelay) and the ideal one.
+  struct Prediction {
+    std::string policy;            // "inline" | "async"
+    double measured_costs_ms = 0;  // re-placed, measured costs, no launch delays
+    double ideal_costs_ms = 0;     // re-placed, ideal costs
+    double traced_ms = 0;          // the trace's own placement, measured costs (mean nodelay)
+    double traced_ideal_ms = 0;    // the trace's own placement, ideal costs
+    std::vector<double> per_step_ms;  // re-placed, measured costs, per step
+  };
+  std::optional<Prediction> predicted;
+  std::vector<std::string> notes;  // assumptions, clamped values, ops outside the model
+  // The ideal step (every DP rank's is the same): per op its stage, lane, name, start and end (ms).
+  struct IdealSlice {
+    int32_t stage = 0;
+    std::string lane;  // "compute", "forward-send", …, "dp-comm": ops of one lane never overlap
+    std::string name;
+    double start_ms = 0, end_ms = 0;
+  };
+  std::vector<IdealSlice> ideal_timeline;
+};
+
+// Runs the analysis. Throws LiftError on a trace it cannot lift (message located as above).
+WhatIfResult analyze(const analyze::TimerTrace& trace, const WhatIfOptions& opts = {});
+// Reads every path (read_timer_trace) and analyses them as one job.
+WhatIfResult analyze_paths(const std::vector<std::string>& paths, const WhatIfOptions& opts = {});
+
+// Report views.
+std::string to_json(const WhatIfResult& r);   // keys in docs/whatif.md
+std::string to_text(const WhatIfResult& r);   // the plain table: worst workers, stages, op types
+std::string to_svg(const WhatIfResult& r);    // heatmap DP rank × stage of worker_score
+std::string to_trace(const WhatIfResult& r);  // ideal timeline as Chrome/Perfetto JSON
+
+}  // namespace ppstream::whatif

@@ -1,0 +1,1 @@
+"""The data: the built-in byte-level text data (``text``)."""

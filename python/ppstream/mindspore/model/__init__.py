@@ -1,0 +1,1 @@
+"""The model: the built-in MoE decoder (``moe``)."""

@@ -1,0 +1,179 @@
+// Field map of Megatron-LM timer traces (megatron.h, docs/whatif.md "Input"): the what-if
+// artifact's timeline. A timer event carries args.step and args.seq_id; its lane (and so its PP
+// rank and kind) is known only from the thread_name metadata, which may follow the events.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <map>
+
+#include "mappers.h"
+
+namespace ppstream::analyze {
+
+const char* to_string(TimerLane l) {
+  switch (l) {
+    case TimerLane::COMPUTE: return "compute";
+    case TimerLane::PP_COMM: return "pp-comm";
+    case TimerLane::TP_COMM: return "tp-comm";
+    case TimerLane::DP_COMM: return "dp-comm";
+  }
+  return "?";
+}
+
+namespace {
+
+// Reads "<word> <int>" at the front of `s`, advancing it; false when it is not there.
+bool take_rank(std::string_view& s, std::string_view word, int32_t& out) {
+  if (!s.starts_with(word)) return false;
+  s.remove_prefix(word.size());
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+  if (r.ec != std::errc{} || out < 0) return false;
+  s.remove_prefix(static_cast<size_t>(r.ptr - s.data()));
+  return true;
+}
+
+}  // namespace
+
+std::optional<TimerLaneName> parse_timer_lane(std::string_view s) {
+  TimerLaneName n;
+  if (!take_rank(s, "PP rank ", n.pp_rank) || !s.starts_with(", ")) return std::nullopt;
+  s.remove_prefix(2);
+  if (!take_rank(s, "TP rank ", n.tp_rank) || !s.starts_with(", ")) return std::nullopt;
+  s.remove_prefix(2);
+  static constexpr std::pair<std::string_view, TimerLane> kLanes[] = {{"compute", TimerLane::COMPUTE},
+                                                                       {"pp-comm", TimerLane::PP_COMM},
+                                                                       {"tp-comm", TimerLane::TP_COMM},
+                                                                       {"dp-comm", TimerLane::DP_COMM}};
+  for (const auto& [word, lane] : kLanes) {
+    if (s == word) {
+      n.lane = lane;
+      return n;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace detail {
+
+void add_megatron_scan(ScanSpec& spec) {
+  spec.args.insert(spec.args.end(), {arg_key("step", IntArg::STEP), arg_key("model_chunk", IntArg::MODEL_CHUNK),
+                                     arg_key("mb_id", IntArg::MB_ID), arg_key("seq_id", IntArg::SEQ_ID)});
+}
+
+std::optional<TimerOp> megatron_event(const RawEvent& ev, StringTable& strings) {
+  const auto step = arg(ev, IntArg::STEP), seq = arg(ev, IntArg::SEQ_ID);
+  if (ev.ph != 'X' || !step || !seq || !arg(ev, StrArg::KIND).empty()) return std::nullopt;
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  const auto in_range = [&](std::optional<int64_t> v) { return !v || (*v >= -1 && *v <= kMax); };
+  const auto chunk = arg(ev, IntArg::MODEL_CHUNK), mb = arg(ev, IntArg::MB_ID);
+  if (*step < 0 || *step > kMax || *seq < 0 || *seq > kMax || !in_range(chunk) || !in_range(mb) || !ev.pid ||
+      !ev.tid || *ev.pid < 0 || *ev.pid > kMax || *ev.tid < 0 || *ev.tid > kMax) {
+    throw TraceError(fmt::format("byte {}: event #{} '{}': a Megatron timer op needs integer pid (DP rank) and "
+                                 "tid >= 0, args.step and args.seq_id in 0..{}, model_chunk and mb_id >= -1",
+                                 ev.offset, ev.index, ev.name, kMax));
+  }
+  TimerOp op;
+  op.start_ns = ev.ts_ns.value_or(0);
+  op.dur_ns = ev.dur_ns.value_or(0);
+  op.offset = static_cast<int64_t>(ev.offset);
+  op.step = static_cast<int32_t>(*step);
+  op.seq = static_cast<int32_t>(*seq);
+  op.chunk = static_cast<int32_t>(chunk.value_or(-1));
+  op.mb = static_cast<int32_t>(mb.value_or(-1));
+  op.dp_rank = static_cast<int32_t>(*ev.pid);
+  op.tid = static_cast<int32_t>(*ev.tid);
+  op.name = strings.intern(ev.name);
+  return op;
+}
+
+TimerLaneResolver::TimerLaneResolver(const std::string& path, const LaneNames& names) : path_(path), names_(names) {
+  for (const auto& [key, text] : names.thread) {
+    if (auto l = parse_timer_lane(text)) lanes_.emplace(key, *l);
+  }
+  last_ = lanes_.end();
+}
+
+void TimerLaneResolver::operator()(TimerOp& op) {
+  // Ops of one lane come in runs: look the lane up only when it changes.
+  const std::pair<int64_t, int64_t> key{op.dp_rank, op.tid};
+  if (last_ == lanes_.end() || last_->first != key) last_ = lanes_.find(key);
+  if (last_ == lanes_.end()) {
+    auto t = names_.thread.find(key);
+    throw TraceError(fmt::format("{}: byte {}: timer op on pid {} tid {}: its thread is named {}; expected a "
+                                 "thread_name \"PP rank p, TP rank t, compute|pp-comm|tp-comm|dp-comm\"",
+                                 path_, op.offset, op.dp_rank, op.tid,
+                                 t == names_.thread.end() ? std::string("nowhere") : "'" + t->second + "'"));
+  }
+  op.pp_rank = last_->second.pp_rank;
+  op.tp_rank = last_->second.tp_rank;
+  op.lane = last_->second.lane;
+}
+
+namespace {
+
+CollectiveOp collective_of(std::string_view name) {
+  if (name.find("reduce-scatter") != std::string_view::npos) return CollectiveOp::REDUCE_SCATTER;
+  if (name.find("all-gather") != std::string_view::npos) return CollectiveOp::ALL_GATHER;
+  // optimizer-clip-main-grad times the gradient-norm all-reduce (Megatron's clip_grad_norm).
+  if (name.find("all-reduce") != std::string_view::npos || name.find("clip") != std::string_view::npos)
+    return CollectiveOp::ALL_REDUCE;
+  return CollectiveOp::OTHER;
+}
+
+}  // namespace
+
+void map_megatron_workers(const std::string& path, std::vector<TimerOp> ops, const LaneNames& names,
+                          StringTable& strings, std::vector<RankTimeline>& out) {
+  TimerLaneResolver resolve(path, names);
+  for (TimerOp& op : ops) resolve(op);
+  int32_t dp = 0;
+  for (const TimerOp& op : ops) dp = std::max(dp, op.dp_rank + 1);
+  std::map<int64_t, RankTimeline> workers;  // rank → timeline
+  std::map<std::pair<int64_t, int32_t>, std::pair<int64_t, int64_t>> spans;  // (rank, step) → [start, end)
+  for (const TimerOp& op : ops) {
+    const int64_t rank = int64_t{op.pp_rank} * dp + op.dp_rank;
+    if (rank > std::numeric_limits<int32_t>::max()) {
+      throw TraceError(fmt::format("{}: byte {}: PP rank {} x {} DP ranks is beyond int32 ranks", path, op.offset,
+                                   op.pp_rank, dp));
+    }
+    RankTimeline& tl = workers[rank];
+    tl.rank = Rank(static_cast<int32_t>(rank));
+    tl.pp_rank = op.pp_rank;
+    Slice s;
+    s.start_ns = op.start_ns;
+    s.dur_ns = op.dur_ns;
+    s.stream = tl.stream_index(to_string(op.lane), static_cast<int64_t>(op.lane));
+    s.name = op.name;
+    switch (op.lane) {
+      case TimerLane::COMPUTE: s.kind = SliceKind::COMPUTE; break;
+      case TimerLane::PP_COMM: s.kind = SliceKind::P2P; break;
+      case TimerLane::TP_COMM:
+      case TimerLane::DP_COMM:
+        s.kind = SliceKind::COLLECTIVE;
+        s.op = collective_of(strings.str(op.name));
+        break;
+    }
+    tl.slices.push_back(std::move(s));
+    auto [it, fresh] = spans.try_emplace({rank, op.step}, op.start_ns, op.start_ns + op.dur_ns);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, op.start_ns);
+      it->second.second = std::max(it->second.second, op.start_ns + op.dur_ns);
+    }
+  }
+  for (const auto& [key, span] : spans) workers[key.first].steps.push_back({key.second, span.first, span.second});
+  for (auto& [rank, tl] : workers) {
+    tl.source = path;
+    std::stable_sort(tl.slices.begin(), tl.slices.end(), [](const Slice& a, const Slice& b) {
+      return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.stream < b.stream;
+    });
+    std::sort(tl.steps.begin(), tl.steps.end(),
+              [](const StepMarker& a, const StepMarker& b) { return a.start_ns < b.start_ns; });
+    assign_steps(tl);
+    out.push_back(std::move(tl));
+  }
+}
+
+}  // namespace detail
+}  // namespace ppstream::analyze

@@ -1,0 +1,78 @@
+// `ppstream tune CONFIG`: search the plan space for the lowest p99 (or p50, mean) step time
+// under the config's straggler model, within a memory budget (docs/tune.md); --apply writes the
+// best plan as a config file that simulate, replay and train read unchanged.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <limits>
+
+#include "commands.h"
+#include "config_args.h"
+#include "ppstream/tune/tune.h"
+
+namespace ppstream::cli {
+
+void register_tune(CLI::App& app, int& exit_code) {
+  struct Args {
+    ConfigArgs config;
+    std::string objective = "p99";
+    int32_t trials = 200;
+    std::optional<double> memory_budget, budget_s;
+    std::vector<std::string> space;
+    bool json = false, progress = false, quiet = false;
+    std::string apply;
+    int32_t show = 5;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("tune", "search schedule and reduction placement for the lowest p99 step time within a memory budget");
+  args->config.add_to(cmd, true);
+  cmd->add_option("--objective", args->objective, "p99 | p50 | mean of the step time over the trials");
+  cmd->add_option("--trials", args->trials, "straggler trials of a fully evaluated plan (the same draws for every plan)")
+      ->check(CLI::Range(1, std::numeric_limits<int32_t>::max()));
+  cmd->add_option("--memory-budget", args->memory_budget, "peak bytes any rank may hold (sim memory model); plans over it are dropped");
+  cmd->add_option("--space", args->space, "KEY=V1,V2 axes of the plan space (replace the default space)");
+  cmd->add_option("--budget-s", args->budget_s, "wall-clock budget in seconds; stops with the best plans so far");
+  cmd->add_option("--show", args->show, "plans listed")->check(CLI::Range(1, 1000));
+  cmd->add_flag("--json", args->json, "print the search JSON instead of the table");
+  cmd->add_option("--apply", args->apply, "write the best plan as a config file");
+  cmd->add_flag("--progress", args->progress, "draw the progress bar on stderr even when it is not a terminal");
+  cmd->add_flag("--quiet", args->quiet, "no progress bar");
+  cmd->callback([args, &exit_code] {
+    const PipelineConfig cfg = args->config.load();
+    tune::TuneOptions o;
+    const auto objective = tune::parse_objective(args->objective);
+    if (!objective) throw std::invalid_argument("tune --objective " + args->objective + ": expected p99, p50 or mean");
+    o.objective = *objective;
+    o.trials = args->trials;
+    o.memory_budget_bytes = args->memory_budget;
+    o.budget_s = args->budget_s;
+    o.show = args->show;
+    for (const std::string& s : args->space) o.space.push_back(tune::parse_dimension(s, cfg));
+    if (!args->quiet && (args->progress || isatty(fileno(stderr))))
+      o.progress = [](int64_t done, int64_t planned, const std::string& what) {
+        constexpr int kWidth = 30;
+        const int64_t total = std::max(planned, done);
+        const auto filled = static_cast<int>(kWidth * done / std::max<int64_t>(total, 1));
+        std::cerr << "\rtune [" << std::string(static_cast<size_t>(filled), '#')
+                  << std::string(static_cast<size_t>(kWidth - filled), '.') << "] " << done << "/" << total << " runs ("
+                  << what.substr(0, 60) << ")\033[K" << std::flush;
+      };
+    const tune::TuneReport r = tune::tune(cfg, o);
+    if (o.progress) std::cerr << "\n";
+    if (!args->apply.empty()) {
+      if (r.plans.empty()) throw std::invalid_argument("tune --apply: no plan within the memory budget to write");
+      std::ofstream f(args->apply);
+      if (!f) throw std::invalid_argument("tune --apply: cannot write " + args->apply);
+      f << "# written by ppstream tune: " << r.plans.front().label << " (" << tune::to_string(r.objective) << " "
+        << r.plans.front().score_ms << " ms over " << r.plans.front().trials << " trials)\n"
+        << r.plans.front().yaml;
+      if (!f) throw std::invalid_argument("tune --apply: error writing " + args->apply);
+    }
+    std::cout << (args->json ? tune::tune_json(r) + "\n" : tune::tune_table(r));
+    exit_code = 0;
+  });
+}
+
+}  // namespace ppstream::cli

@@ -1,0 +1,74 @@
+// `ppstream whatif PATH... [--json] [--svg OUT.svg] [--trace OUT.json] [--steps A-B] [--agg mean|median]
+// [--reduce-grad inline|async]`
+// (docs/whatif.md).
+#include <unistd.h>
+
+#include <charconv>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+
+#include "commands.h"
+#include "ppstream/whatif/whatif.h"
+
+namespace ppstream::cli {
+namespace {
+
+std::pair<int32_t, int32_t> parse_steps(const std::string& s) {
+  const auto dash = s.find('-');
+  int32_t a = 0, b = 0;
+  const auto num = [](std::string_view t, int32_t& out) {
+    auto r = std::from_chars(t.data(), t.data() + t.size(), out);
+    return r.ec == std::errc{} && r.ptr == t.data() + t.size() && !t.empty();
+  };
+  const std::string_view v(s);
+  const bool ok = dash == std::string::npos ? num(v, a) && (b = a, true) : num(v.substr(0, dash), a) && num(v.substr(dash + 1), b);
+  if (!ok || a > b) throw std::invalid_argument("whatif: --steps '" + s + "': expected A-B with integers A <= B, or A");
+  return {a, b};
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  if (!f || !(f << text)) throw std::runtime_error("whatif: cannot write " + path);
+}
+
+}  // namespace
+
+void register_whatif(CLI::App& app, int& exit_code) {
+  struct Args {
+    std::vector<std::string> paths;
+    bool json = false;
+    std::string svg, trace, steps, agg = "mean", reduce_grad;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("whatif", "Straggler what-if of a job's Megatron timer trace: slowdown S, per DP rank, "
+                                           "stage and op type, M_W, M_S (docs/whatif.md)");
+  cmd->add_option("paths", a->paths, "timer traces (.json, .json.gz: the what-if artifact's timeline format)")->required();
+  cmd->add_flag("--json", a->json, "print the result as JSON");
+  cmd->add_option("--svg", a->svg, "write the DP rank x stage heatmap here");
+  cmd->add_option("--trace", a->trace, "write the straggler-free (ideal) step as a Chrome/Perfetto trace here");
+  cmd->add_option("--steps", a->steps, "analyse only steps A-B (inclusive)");
+  cmd->add_option("--agg", a->agg, "ideal durations: mean (compute by mean, communication by median) or median")
+      ->check(CLI::IsMember({"mean", "median"}));
+  cmd->add_option("--reduce-grad", a->reduce_grad, "counterfactual: re-place the gradient reductions (inline | async) "
+                                                  "and predict the step")
+      ->check(CLI::IsMember({"inline", "async"}));
+  cmd->callback([a, &exit_code]() {
+    whatif::WhatIfOptions opts;
+    if (!a->steps.empty()) opts.steps = parse_steps(a->steps);
+    opts.agg = a->agg == "median" ? whatif::Agg::MEDIAN : whatif::Agg::MEAN;
+    if (!a->reduce_grad.empty()) opts.reduce_grad = parse_reduce_policy(a->reduce_grad);
+    const bool tty = isatty(STDERR_FILENO) != 0;
+    opts.progress = [tty](int64_t done, int64_t total) {
+      if (tty && total > 20) std::cerr << "\rwhatif: simulation " << done << "/" << total << (done == total ? "\n" : "") << std::flush;
+    };
+    const auto r = whatif::analyze_paths(a->paths, opts);
+    if (!a->svg.empty()) write_file(a->svg, whatif::to_svg(r));
+    if (!a->trace.empty()) write_file(a->trace, whatif::to_trace(r));
+    std::cout << (a->json ? whatif::to_json(r) : whatif::to_text(r));
+    exit_code = 0;
+  });
+}
+
+}  // namespace ppstream::cli

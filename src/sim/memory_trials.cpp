@@ -1,0 +1,30 @@
+// trial_figures: one engine run per trial (sim/trials.h run_trial), its step time and peak memory.
+#include "ppstream/sim/memory_trials.h"
+
+#include <mutex>
+
+namespace ppstream::sim {
+
+TrialFigures trial_figures(const CompiledPlan& plan, const TrialSetup& setup, const MemorySpec& memory, uint64_t first,
+                           int32_t count, const TrialRunOptions& opts) {
+  TrialFigures out;
+  if (count <= 0) return out;
+  out.step_time_ms.assign(static_cast<size_t>(count), 0.0);
+  out.peak_memory_bytes.assign(static_cast<size_t>(count), 0.0);
+  std::mutex progress_lock;
+  int64_t finished = 0;
+  parallel_for(count, opts.threads, [&](int64_t k) {
+    SimCostModel model = trial_cost_model(plan, setup, first + static_cast<uint64_t>(k));
+    const EngineResult run = run_trial(plan, model, setup.platform);
+    out.step_time_ms[static_cast<size_t>(k)] = run.makespan_ms;
+    out.peak_memory_bytes[static_cast<size_t>(k)] =
+        compute_memory(plan.programs(), run, plan.config().stage_layers, memory).peak_bytes;
+    if (opts.progress) {
+      const std::lock_guard<std::mutex> g(progress_lock);
+      opts.progress(++finished, count);
+    }
+  });
+  return out;
+}
+
+}  // namespace ppstream::sim

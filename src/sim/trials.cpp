@@ -1,0 +1,171 @@
+// CompiledPlan and the trial runner (include/ppstream/sim/trials.h): compile + verify once,
+// then engine runs per straggler draw, serially or on worker threads.
+#include "ppstream/sim/trials.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "engine/topology.h"
+#include "link_sharing.h"
+#include "ppstream/lower/lower.h"
+#include "ppstream/verify/verify.h"
+#include "verify/verify_topology.h"
+
+namespace ppstream::sim {
+
+struct CompiledPlan::Impl {
+  PipelineConfig cfg;
+  ReducePolicy policy = ReducePolicy::NONE;
+  bool cluster = false;
+  ProgramSet set;
+  engine::Topology topo;  // points at `set`: Impl lives on the heap and never moves
+  size_t instructions = 0;
+};
+
+namespace {
+
+// Lowers `c` into `set` and verifies the one-replica set once (the expanded world is its
+// replication, too large to verify on every run); under `cluster` `set` then becomes the
+// expanded world. Returns the Topology of `set`, shared by the verifier and every engine run.
+engine::Topology compile_verified(const PipelineConfig& c, ReducePolicy policy, bool cluster, ProgramSet& set) {
+  LowerOptions once;
+  once.verify_each_pass = false;
+  set = compile(c, once);
+  engine::Topology topo = engine::build_topology(set);
+  if (auto violations = verify_topology(topo); !violations.empty())
+    throw VerifyError(fmt::format("simulate: the {} programs do not verify", to_string(policy)), std::move(violations));
+  if (!cluster) return topo;
+  LowerOptions lo;
+  lo.expanded = true;
+  lo.verify_each_pass = false;
+  topo = engine::Topology{};  // drop the one-replica tables before the expanded set exists
+  set = compile(c, lo);
+  return engine::build_topology(set);
+}
+
+}  // namespace
+
+CompiledPlan::CompiledPlan(const PipelineConfig& cfg, ReducePolicy policy, bool cluster) : impl_(std::make_unique<Impl>()) {
+  if (cfg.mode == DPMode::NONE && policy != ReducePolicy::NONE)
+    throw ConfigError("config: simulate --reduce-grad needs data parallelism (data_parallel.mode: fsdp or hsdp); this config has none");
+  impl_->cfg = cfg;
+  if (policy != ReducePolicy::NONE) impl_->cfg.reduce_grad = policy;
+  impl_->policy = policy;
+  impl_->cluster = cluster;
+  impl_->topo = compile_verified(impl_->cfg, policy, cluster, impl_->set);
+  for (const Program& p : impl_->set.programs) impl_->instructions += p.instrs.size();
+}
+
+CompiledPlan::~CompiledPlan() = default;
+CompiledPlan::CompiledPlan(CompiledPlan&&) noexcept = default;
+CompiledPlan& CompiledPlan::operator=(CompiledPlan&&) noexcept = default;
+
+const PipelineConfig& CompiledPlan::config() const { return impl_->cfg; }
+ReducePolicy CompiledPlan::policy() const { return impl_->policy; }
+bool CompiledPlan::cluster() const { return impl_->cluster; }
+const World& CompiledPlan::world() const { return impl_->set.world; }
+const ProgramSet& CompiledPlan::programs() const { return impl_->set; }
+const engine::Topology& CompiledPlan::topology() const { return impl_->topo; }
+size_t CompiledPlan::instructions() const { return impl_->instructions; }
+
+TrialSetup trial_setup(const PipelineConfig& cfg, const World& world) {
+  TrialSetup s;
+  const auto cost_it = cfg.extra_sections.find("cost");
+  if (cost_it != cfg.extra_sections.end()) s.cost = parse_cost_spec(cost_it->second, cfg.num_stages());
+  const auto strag_it = cfg.extra_sections.find("straggler");
+  if (strag_it != cfg.extra_sections.end()) s.straggler = parse_straggler_spec(strag_it->second, world, cfg.num_stages());
+  return s;
+}
+
+SimCostModel trial_cost_model(const CompiledPlan& plan, const TrialSetup& setup, uint64_t trial) {
+  return SimCostModel(plan.programs(), plan.config(), setup.cost,
+                      StragglerModel(setup.straggler, plan.config().world(plan.cluster()), trial));
+}
+
+EngineResult run_trial(const CompiledPlan& plan, SimCostModel& model, PlatformKind platform, double* wall_ms) {
+  if (platform == PlatformKind::STRICT)
+    throw std::invalid_argument("simulate: platform strict is untimed (every duration is zero); use ascend-mindspore, "
+                                "ascend-mindspore-one-comm-stream or cpu-serial");
+  const engine::Topology& topo = plan.topology();
+  const ProgramSet& s = plan.programs();
+  const ReducePolicy policy = plan.policy();
+  EngineOptions eo;
+  eo.platform = platform;
+  eo.cost = &model;
+  const auto t0 = std::chrono::steady_clock::now();
+  EngineResult run = engine::run_checked(topo, eo);
+  if (run.completed && model.spec().link_sharing != LinkSharing::DEDICATED) {
+    model.set_extra_ms(link_extras(s, run, model));
+    run = engine::run_checked(topo, eo);
+  }
+  if (wall_ms) *wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!run.completed)
+    throw std::invalid_argument(fmt::format("simulate: {} step did not complete:\n{}", to_string(policy), format_deadlock(s, run)));
+  // Each duration is finite (the engine checks), but their sum can still overflow a double.
+  if (!std::isfinite(run.makespan_ms)) {
+    const LargestFigure& big = model.largest_figure();
+    throw CostOverflow(fmt::format("simulate: {} step time is {} ms: the cost section's times add up beyond a double "
+                                   "(the largest: {} = {} ms, from {} = {}); expected costs whose step stays finite",
+                                   to_string(policy), run.makespan_ms, big.what, big.ms, big.key, big.value),
+                       big.key.empty() ? std::vector<std::string>{} : std::vector<std::string>{big.key});
+  }
+  return run;
+}
+
+void parallel_for(int64_t count, int32_t threads, const std::function<void(int64_t)>& work) {
+  if (count <= 0) return;
+  int64_t workers = threads > 0 ? threads : static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  workers = std::min(workers, count);
+  std::atomic<int64_t> next{0};
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  int64_t failed_at = count;
+  std::exception_ptr error;
+  auto loop = [&] {
+    for (int64_t k; !stop.load() && (k = next.fetch_add(1)) < count;) {
+      try {
+        work(k);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(mu);
+        if (k < failed_at) failed_at = k, error = std::current_exception();
+        stop = true;
+      }
+    }
+  };
+  if (workers == 1) {
+    loop();
+  } else {
+    std::vector<std::thread> pool;
+    pool.reserve(static_cast<size_t>(workers));
+    for (int64_t w = 0; w < workers; ++w) pool.emplace_back(loop);
+    for (std::thread& t : pool) t.join();
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+std::vector<double> trial_step_times(const CompiledPlan& plan, const TrialSetup& setup, uint64_t first, int32_t count,
+                                     const TrialRunOptions& opts) {
+  if (count < 0) throw std::invalid_argument(fmt::format("trial_step_times: count {}: expected >= 0", count));
+  std::vector<double> out(static_cast<size_t>(count), 0.0);
+  std::mutex mu;
+  int64_t done = 0;
+  parallel_for(count, opts.threads, [&](int64_t k) {
+    SimCostModel model = trial_cost_model(plan, setup, first + static_cast<uint64_t>(k));
+    out[static_cast<size_t>(k)] = run_trial(plan, model, setup.platform).makespan_ms;
+    if (opts.progress) {
+      const std::lock_guard<std::mutex> lock(mu);
+      opts.progress(++done, count);
+    }
+  });
+  return out;
+}
+
+}  // namespace ppstream::sim

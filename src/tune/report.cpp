@@ -1,0 +1,120 @@
+// tune_json / tune_table: the search's outputs (docs/tune.md defines every figure).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "ppstream/sim/memory.h"
+#include "ppstream/tune/tune.h"
+
+namespace ppstream::tune {
+namespace {
+
+using nlohmann::json;
+
+json plan_json(const PlanResult& p) {
+  json settings = json::object();
+  for (const auto& [k, v] : p.settings) settings[k] = v;
+  return {{"label", p.label},
+          {"settings", std::move(settings)},
+          {"trials", p.trials},
+          {"p50_ms", p.p50_ms},
+          {"p99_ms", p.p99_ms},
+          {"mean_ms", p.mean_ms},
+          {"score_ms", p.score_ms},
+          {"peak_memory_bytes", p.peak_memory_bytes},
+          {"peak_memory_bytes_per_rank", p.peak_per_rank_bytes},
+          {"over_budget", p.over_budget}};
+}
+
+// The best of the three policy baselines under the objective (nullptr when there are none).
+const PlanResult* best_baseline(const TuneReport& r) {
+  const PlanResult* best = nullptr;
+  for (const PlanResult& b : r.baselines)
+    if (!best || b.score_ms < best->score_ms) best = &b;
+  return best;
+}
+
+double change(double x, double base) { return base > 0 ? (x - base) / base : 0.0; }
+
+}  // namespace
+
+std::string tune_json(const TuneReport& r, int indent) {
+  json j = {{"format", "ppstream.tune/1"},
+            {"objective", to_string(r.objective)},
+            {"trials", r.trials},
+            {"memory_budget_bytes", r.memory_budget_bytes ? json(*r.memory_budget_bytes) : json(nullptr)},
+            {"candidates", r.candidates},
+            {"evaluated", r.evaluated},
+            {"verified", r.verified},
+            {"simulations", r.simulations},
+            {"trial_runs", r.trial_runs},
+            {"stopped_by_budget", r.stopped_by_budget},
+            {"wall_s", r.wall_s},
+            {"time_to_best_s", r.time_to_best_s}};
+  json space = json::array();
+  for (const Dimension& d : r.space) space.push_back({{"key", d.key}, {"values", d.values}});
+  j["space"] = std::move(space);
+  json plans = json::array();
+  for (const PlanResult& p : r.plans) {
+    json j2 = plan_json(p);
+    json vs = {{"as written", change(p.score_ms, r.as_written.score_ms)}};
+    for (const PlanResult& b : r.baselines) vs[b.label] = change(p.score_ms, b.score_ms);
+    j2["change_ratio"] = std::move(vs);
+    plans.push_back(std::move(j2));
+  }
+  j["plans"] = std::move(plans);
+  j["as_written"] = plan_json(r.as_written);
+  json base = json::array();
+  for (const PlanResult& b : r.baselines) base.push_back(plan_json(b));
+  j["baselines"] = std::move(base);
+  if (const PlanResult* b = best_baseline(r); b && !r.plans.empty())
+    j["best_vs_best_baseline"] = {{"baseline", b->label}, {"change_ratio", change(r.plans.front().score_ms, b->score_ms)}};
+  json log = json::array();
+  for (const LogEntry& e : r.log)
+    log.push_back({{"plan", e.plan}, {"rung", e.rung}, {"trials", e.trials}, {"score_ms", e.score_ms}, {"outcome", e.outcome}});
+  j["log"] = std::move(log);
+  return j.dump(indent);
+}
+
+std::string tune_table(const TuneReport& r) {
+  std::string out = fmt::format("tune: objective {} over {} trials; {} points, {} verified, {} evaluated, {} scorings, {} trial runs, {:.1f} s{}\n",
+                                to_string(r.objective), r.trials, r.candidates, r.verified, r.evaluated, r.simulations, r.trial_runs, r.wall_s,
+                                r.stopped_by_budget ? " (stopped at --budget-s: best so far)" : "");
+  if (r.memory_budget_bytes) out += fmt::format("memory budget {} per rank\n", sim::format_bytes(*r.memory_budget_bytes));
+  const PlanResult* bb = best_baseline(r);
+  out += fmt::format("{:<4}{:>10}{:>10}{:>10}{:>8}{:>12}{:>10}{:>10}  {}\n", "#", "p50_ms", "p99_ms", "mean_ms", "trials",
+                     "peak_mem", "vs_cfg", "vs_base", "settings");
+  auto line = [&](const std::string& tag, const PlanResult& p) {
+    out += fmt::format("{:<4}{:>10.3f}{:>10.3f}{:>10.3f}{:>8}{:>12}{:>+9.2f}%{:>10}  {}\n", tag, p.p50_ms, p.p99_ms, p.mean_ms,
+                       p.trials, sim::format_bytes(p.peak_memory_bytes), 100 * change(p.score_ms, r.as_written.score_ms),
+                       bb ? fmt::format("{:+.2f}%", 100 * change(p.score_ms, bb->score_ms)) : std::string("-"), p.label);
+  };
+  for (size_t n = 0; n < r.plans.size(); ++n) line(std::to_string(n + 1), r.plans[n]);
+  out += "baselines (the config as written, and its reduction policies):\n";
+  line("-", r.as_written);
+  for (const PlanResult& b : r.baselines) line("-", b);
+  if (!r.plans.empty()) {
+    out += "peak memory per rank of plan 1:";
+    for (size_t k = 0; k < r.plans.front().peak_per_rank_bytes.size(); ++k)
+      out += fmt::format(" r{} {}", k, sim::format_bytes(r.plans.front().peak_per_rank_bytes[k]));
+    out += "\n";
+  } else {
+    out += r.evaluated > 0 ? "no plan in the space is within the memory budget\n" : "no plan in the space was scored\n";
+  }
+  // Plans set aside before scoring, by reason (the first of each kind named; --json has all).
+  std::map<std::string, std::pair<int64_t, std::string>> aside;
+  for (const LogEntry& e : r.log) {
+    if (e.rung >= 0) continue;
+    const std::string kind = e.outcome.substr(0, e.outcome.find_first_of(":"));
+    auto& [n, first] = aside[kind.rfind("duplicate", 0) == 0 ? "duplicate" : kind];
+    if (n++ == 0) first = e.plan + ": " + e.outcome;
+  }
+  for (const auto& [kind, v] : aside)
+    out += fmt::format("set aside, {}: {} (first: {})\n", kind, v.first, v.second.substr(0, 300));
+  if (bb) out += fmt::format("vs_base: against the best baseline ({}, {} {:.3f} ms)\n", bb->label, to_string(r.objective), bb->score_ms);
+  return out;
+}
+
+}  // namespace ppstream::tune

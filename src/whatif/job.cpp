@@ -1,0 +1,143 @@
+// Building the per-step template table from timer ops (docs/whatif.md "Lifting").
+#include "job.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "ppstream/whatif/whatif.h"
+
+namespace ppstream::whatif {
+namespace {
+
+uint64_t key_of(int32_t stage, OpType t, int32_t seq) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(stage)) << 40) | (static_cast<uint64_t>(t) << 32) |
+         static_cast<uint32_t>(seq);
+}
+
+}  // namespace
+
+std::string Job::where(int32_t k, int64_t row) const {
+  const TemplateOp& op = ops[static_cast<size_t>(k)];
+  return fmt::format("DP rank {}, stage {}, step {}, {} #{}", row % dp, op.stage, steps[static_cast<size_t>(row / dp)],
+                     name_of(op.type), op.seq);
+}
+
+Job build_job(const analyze::TimerTrace& trace, std::optional<std::pair<int32_t, int32_t>> step_range) {
+  Job job;
+  std::vector<std::optional<OpType>> type_of_name(trace.strings.size());
+  for (size_t i = 0; i < trace.strings.size(); ++i) type_of_name[i] = parse_op_type(trace.strings.str(static_cast<uint32_t>(i)));
+  std::map<std::string, int64_t> unknown;
+  std::optional<int32_t> tp;
+  std::vector<int32_t> steps;
+  auto kept = [&](const analyze::TimerOp& op) {
+    return type_of_name[op.name] && (!step_range || (op.step >= step_range->first && op.step <= step_range->second));
+  };
+  for (const analyze::TimerOp& op : trace.ops) {
+    if (!type_of_name[op.name]) {
+      ++unknown[trace.strings.str(op.name)];
+      continue;
+    }
+    if (!kept(op)) continue;
+    if (tp && *tp != op.tp_rank) {
+      throw LiftError(fmt::format("the trace holds TP ranks {} and {}; what-if reads one TP rank per (DP, PP) "
+                                  "worker (the artifact traces one): pass one TP rank's lanes",
+                                  *tp, op.tp_rank));
+    }
+    tp = op.tp_rank;
+    job.dp = std::max(job.dp, op.dp_rank + 1);
+    job.pp = std::max(job.pp, op.pp_rank + 1);
+    job.vpp = std::max(job.vpp, op.chunk + 1);
+    steps.push_back(op.step);
+  }
+  for (const auto& [name, n] : unknown) {
+    job.notes.push_back(fmt::format("{} ops named '{}' are not in the dependency model (docs/whatif.md); not "
+                                    "simulated",
+                                    n, name));
+  }
+  if (steps.empty()) {
+    throw LiftError(step_range ? fmt::format("no timer op of a known type in steps {}-{}", step_range->first,
+                                             step_range->second)
+                               : std::string("no timer op of a known type (forward-compute, …) in the trace"));
+  }
+  std::sort(steps.begin(), steps.end());
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  job.steps = steps;
+  const int32_t first = steps.front();
+  std::unordered_map<int32_t, int32_t> step_index;
+  for (size_t i = 0; i < steps.size(); ++i) step_index[steps[i]] = static_cast<int32_t>(i);
+
+  // The template: DP rank 0's ops in the first step.
+  for (const analyze::TimerOp& op : trace.ops) {
+    if (kept(op) && op.dp_rank == 0 && op.step == first)
+      job.ops.push_back({op.pp_rank, *type_of_name[op.name], op.seq, op.chunk, op.mb});
+  }
+  std::sort(job.ops.begin(), job.ops.end(), [](const TemplateOp& a, const TemplateOp& b) {
+    return std::tie(a.stage, a.type, a.seq) < std::tie(b.stage, b.type, b.seq);
+  });
+  std::unordered_map<uint64_t, int32_t> index;
+  index.reserve(job.ops.size() * 2);
+  for (size_t k = 0; k < job.ops.size(); ++k) {
+    const TemplateOp& t = job.ops[k];
+    if (!index.emplace(key_of(t.stage, t.type, t.seq), static_cast<int32_t>(k)).second) {
+      throw LiftError(fmt::format("DP rank 0, stage {}, step {}: two {} ops with seq_id {}; expected one per seq_id",
+                                  t.stage, first, name_of(t.type), t.seq));
+    }
+  }
+  for (int32_t p = 0; p < job.pp; ++p) {
+    if (std::none_of(job.ops.begin(), job.ops.end(), [&](const TemplateOp& t) { return t.stage == p; }))
+      throw LiftError(fmt::format("stage {}: DP rank 0 has no op in step {}; expected every worker in every step", p, first));
+  }
+
+  const int64_t rows = job.rows();
+  const size_t cells = job.ops.size() * static_cast<size_t>(rows);
+  std::vector<int64_t> step_first(steps.size(), std::numeric_limits<int64_t>::max());
+  std::vector<int64_t> step_last(steps.size(), std::numeric_limits<int64_t>::min());
+  for (const analyze::TimerOp& op : trace.ops) {
+    if (!kept(op)) continue;
+    const size_t s = static_cast<size_t>(step_index[op.step]);
+    step_first[s] = std::min(step_first[s], op.start_ns);
+    step_last[s] = std::max(step_last[s], op.start_ns + op.dur_ns);
+  }
+  job.start_ms.assign(cells, std::numeric_limits<double>::quiet_NaN());
+  job.dur_ms.assign(cells, 0.0);
+  for (const analyze::TimerOp& op : trace.ops) {
+    if (!kept(op)) continue;
+    const int32_t s = step_index[op.step];
+    const int64_t row = int64_t{s} * job.dp + op.dp_rank;
+    auto it = index.find(key_of(op.pp_rank, *type_of_name[op.name], op.seq));
+    if (it == index.end()) {
+      throw LiftError(fmt::format("DP rank {}, stage {}, step {}: {} #{} has no counterpart on DP rank 0 in step {} "
+                                  "(the lifting needs the same ops on every DP rank and step; pass --steps to "
+                                  "leave steps out)",
+                                  op.dp_rank, op.pp_rank, op.step, trace.strings.str(op.name), op.seq, first));
+    }
+    const size_t at = job.at(it->second, row);
+    if (!std::isnan(job.start_ms[at])) {
+      throw LiftError(fmt::format("{}: recorded twice (byte {} of {}); expected one op per seq_id", job.where(it->second, row),
+                                  op.offset, trace.sources.empty() ? std::string("the trace") : trace.sources.back()));
+    }
+    job.start_ms[at] = static_cast<double>(op.start_ns - step_first[static_cast<size_t>(s)]) / 1e6;
+    job.dur_ms[at] = static_cast<double>(op.dur_ns) / 1e6;
+    ++job.trace_ops;
+  }
+  for (size_t k = 0; k < job.ops.size(); ++k) {
+    for (int64_t r = 0; r < rows; ++r) {
+      if (std::isnan(job.start_ms[job.at(static_cast<int32_t>(k), r)])) {
+        throw LiftError(fmt::format("{}: missing (DP rank 0 has it in step {}); the lifting needs the same ops on "
+                                    "every DP rank and step",
+                                    job.where(static_cast<int32_t>(k), r), first));
+      }
+    }
+  }
+  for (size_t s = 0; s < steps.size(); ++s)
+    job.measured_step_ms.push_back(static_cast<double>(step_last[s] - step_first[s]) / 1e6);
+  return job;
+}
+
+}  // namespace ppstream::whatif

@@ -1,0 +1,103 @@
+// The trial runner (sim/trials.h): a compiled plan reused across draws gives what a fresh
+// simulate gives, threads give the serial result exactly, and errors come back from workers.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <stdexcept>
+
+#include "ppstream/config/config.h"
+#include "ppstream/sim/simulate.h"
+#include "ppstream/sim/trials.h"
+#include "small_configs.h"
+
+namespace ppstream::sim {
+namespace {
+
+// Cluster mode (world 32) with a lognormal tail on every reduction: each draw differs.
+PipelineConfig drawn(const std::string& link_sharing = "dedicated") {
+  return load_config_text(fixtures::interleaved_hsdp(2, 4, "async") + R"(
+cost: {forward_ms_per_layer: 1, backward_ms_per_layer: 2, grad_bytes_per_layer: 1.0e8, replicate_bandwidth_gb_per_s: 10,
+       p2p_latency_ms: 0.1, activation_bytes: 1.0e8, p2p_bandwidth_gb_per_s: 10, link_sharing: )" + link_sharing + R"(}
+straggler: {seed: 3, distribution: {kind: lognormal, median_ms: 3, sigma: 1.0}}
+)",
+                          "test");
+}
+
+TEST(SimTrials, ThreadsGiveTheSerialStepTimesExactly) {
+  for (const char* sharing : {"dedicated", "fair"}) {
+    const PipelineConfig cfg = drawn(sharing);
+    const CompiledPlan plan(cfg, ReducePolicy::NONE, true);
+    const TrialSetup setup = trial_setup(cfg, plan.world());
+    TrialRunOptions serial, two, many;
+    serial.threads = 1;
+    two.threads = 2;
+    many.threads = 5;
+    const std::vector<double> a = trial_step_times(plan, setup, 0, 12, serial);
+    ASSERT_EQ(a.size(), 12u);
+    EXPECT_NE(a[0], a[1]) << "the draws must differ for this test to mean anything";
+    EXPECT_EQ(trial_step_times(plan, setup, 0, 12, two), a) << sharing;
+    EXPECT_EQ(trial_step_times(plan, setup, 0, 12, many), a) << sharing;
+    // A window of draws is the same draws: trial k does not depend on where the window starts.
+    const std::vector<double> tail = trial_step_times(plan, setup, 5, 7, two);
+    EXPECT_EQ(tail, std::vector<double>(a.begin() + 5, a.end())) << sharing;
+  }
+}
+
+TEST(SimTrials, ReusedPlanMatchesSimulateAndItsTrialZero) {
+  const PipelineConfig cfg = drawn();
+  SimOptions o;
+  o.cluster = true;
+  o.trials = 6;
+  o.threads = 1;
+  const SimReport serial = simulate(cfg, o);
+  o.threads = 2;
+  const SimReport parallel = simulate(cfg, o);
+  EXPECT_EQ(serial.runs.at(0).trials.step_time_ms, parallel.runs.at(0).trials.step_time_ms);
+  const CompiledPlan plan(cfg, ReducePolicy::NONE, true);
+  const TrialSetup setup = trial_setup(cfg, plan.world());
+  EXPECT_EQ(trial_step_times(plan, setup, 0, 6), serial.runs.at(0).trials.step_time_ms);
+  SimCostModel model = trial_cost_model(plan, setup, 0);
+  EXPECT_EQ(run_trial(plan, model, setup.platform).makespan_ms, serial.runs.at(0).metrics.step_time_ms);
+}
+
+TEST(SimTrials, ProgressCountsEveryTrialOnce) {
+  const PipelineConfig cfg = drawn();
+  const CompiledPlan plan(cfg, ReducePolicy::NONE, false);
+  const TrialSetup setup = trial_setup(cfg, plan.world());
+  TrialRunOptions o;
+  o.threads = 2;
+  int64_t calls = 0, last = 0;
+  o.progress = [&](int64_t done, int64_t total) {
+    ++calls;
+    last = done;
+    EXPECT_EQ(total, 4);
+  };
+  trial_step_times(plan, setup, 0, 4, o);
+  EXPECT_EQ(calls, 4);
+  EXPECT_EQ(last, 4);
+}
+
+TEST(SimTrials, ParallelForRunsEachIndexOnceAndRethrowsTheLowestFailure) {
+  std::vector<std::atomic<int>> hits(50);
+  parallel_for(50, 2, [&](int64_t k) { ++hits[static_cast<size_t>(k)]; });
+  for (const auto& h : hits) EXPECT_EQ(h.load(), 1);
+  try {
+    parallel_for(20, 2, [](int64_t k) {
+      if (k == 3 || k == 4) throw std::invalid_argument("fail " + std::to_string(k));
+    });
+    FAIL() << "expected a rethrow";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "fail 3");
+  }
+}
+
+TEST(SimTrials, StrictPlatformIsRefused) {
+  const PipelineConfig cfg = drawn();
+  const CompiledPlan plan(cfg, ReducePolicy::NONE, false);
+  TrialSetup setup = trial_setup(cfg, plan.world());
+  setup.platform = PlatformKind::STRICT;
+  EXPECT_THROW(trial_step_times(plan, setup, 0, 2), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace ppstream::sim

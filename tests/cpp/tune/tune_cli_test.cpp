@@ -1,0 +1,83 @@
+// `ppstream tune` as a user runs it: --json, --apply OUT.yaml and `simulate OUT.yaml --trials N`
+// reproducing the reported p99 exactly; a memory budget nothing fits makes --apply an error.
+#include <gtest/gtest.h>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "../cli_run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+using ppstream::testing_cli::ppstream_binary;
+
+struct CliRun {
+  int rc = -1;
+  std::string out, err;
+};
+
+// stdout and stderr apart: the progress bar goes to stderr only.
+CliRun run(const std::string& args) {
+  const std::string err_path = testing::TempDir() + "tune_cli_err.txt";
+  const auto r = ppstream::testing_cli::run_ppstream(args + " 2>" + err_path);
+  std::ifstream e(err_path);
+  CliRun out{r.rc, r.out, std::string(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>())};
+  fs::remove(err_path);
+  return out;
+}
+
+class TuneCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(ppstream_binary())) GTEST_SKIP() << "no ppstream binary beside the tests";
+    cfg_ = testing::TempDir() + "tune_cli.yaml";
+    out_ = testing::TempDir() + "tune_cli_best.yaml";
+    std::ofstream(cfg_) << R"(
+pipeline_parallel_size: 2
+micro_batch_num: 4
+num_layers: 4
+data_parallel: {mode: hsdp, shard_size: 1, replicate_size: 4}
+cost: {forward_ms_per_layer: 1, backward_ms_per_layer: 2, grad_bytes_per_layer: 1.0e8, replicate_bandwidth_gb_per_s: 50}
+straggler: {seed: 5, distribution: {kind: lognormal, median_ms: 2, sigma: 1.0}}
+)";
+  }
+  void TearDown() override {
+    fs::remove(cfg_);
+    fs::remove(out_);
+  }
+  std::string cfg_, out_;
+};
+
+TEST_F(TuneCli, ApplyOutputReproducesTheP99UnderSimulate) {
+  const CliRun t = run("tune " + cfg_ + " --trials 9 --space schedule=gpipe,1f1b --space data_parallel.reduce_grad=inline,async "
+                    "--json --quiet --apply " + out_);
+  ASSERT_EQ(t.rc, 0) << t.err;
+  EXPECT_EQ(t.err, "");  // no progress bar off a terminal
+  const auto j = nlohmann::json::parse(t.out);
+  ASSERT_FALSE(j["plans"].empty());
+  const CliRun s = run("simulate " + out_ + " --trials 9 --json");
+  ASSERT_EQ(s.rc, 0) << s.err;
+  const auto sj = nlohmann::json::parse(s.out);
+  const auto& pol = sj["policies"].begin().value();
+  EXPECT_EQ(pol["trials"]["p99_ms"].get<double>(), j["plans"][0]["p99_ms"].get<double>());
+  EXPECT_EQ(pol["memory"]["peak_memory_bytes"].get<double>(), j["plans"][0]["peak_memory_bytes"].get<double>());
+}
+
+TEST_F(TuneCli, ProgressFlagDrawsTheBarOnStderr) {
+  const CliRun t = run("tune " + cfg_ + " --trials 3 --space schedule=gpipe,1f1b --progress");
+  ASSERT_EQ(t.rc, 0) << t.err;
+  EXPECT_NE(t.err.find("tune ["), std::string::npos) << t.err;
+  EXPECT_NE(t.out.find("baselines"), std::string::npos) << t.out;
+}
+
+TEST_F(TuneCli, NothingWithinTheMemoryBudgetIsAnErrorForApply) {
+  const CliRun t = run("tune " + cfg_ + " --trials 3 --space schedule=gpipe,1f1b --memory-budget 1 --apply " + out_);
+  EXPECT_NE(t.rc, 0);
+  EXPECT_NE(t.err.find("no plan within the memory budget"), std::string::npos) << t.err;
+  EXPECT_FALSE(fs::exists(out_));
+}
+
+}  // namespace
