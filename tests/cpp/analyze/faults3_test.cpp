@@ -82,6 +82,21 @@ TEST(AnalyzeFaults3, StreamWaitWithoutItsSourceIsAttributedByTiming) {
   EXPECT_EQ(released_by(r).attributed_by, WaitRule::TIMING);
 }
 
+TEST(AnalyzeFaults3, HtaEventSyncSampleAttributesItsWaitByTheRecord) {
+  // HTA's event-sync test trace (HTA PR #121's repro, tests/data/NOTICE.md): a matmul on stream
+  // 20, an event recorded on stream 20, stream 24 waits for it. The wait names the record
+  // (wait_on_stream 20, its cudaEventRecord correlation): released by the matmul on stream 20.
+  auto r = analyze_paths({testing::sample("kineto/hta-event_sync_multi_stream.json.gz")});
+  ASSERT_EQ(r.total.ranks.size(), 1u);
+  EXPECT_EQ(r.total.ranks[0].waits_by_record, 1);
+  EXPECT_EQ(r.total.ranks[0].waits_by_timing, 0);
+  ASSERT_FALSE(r.chains.empty());
+  const ChainLink& by = released_by(r);
+  EXPECT_EQ(by.stream, "stream 20");
+  EXPECT_EQ(by.what, "ampere_sgemm_128x64_nn");
+  EXPECT_EQ(by.attributed_by, WaitRule::RECORD);
+}
+
 TEST(AnalyzeFaults3, CorrelationZeroIsNoCorrelation) {
   // ROCm: every collective kernel carries correlation 0, one here a negative id. They are placed
   // by start: the all-reduce at 120 µs in step 2, the one at 20 µs in step 1.
