@@ -41,10 +41,9 @@ using Seen = std::set<std::pair<const RankTimeline*, size_t>>;  // slices alread
 
 class Walker {
  public:
-  // Times are relative to `origin` moved back by the largest clock shift, so that a peer's time
-  // shifted onto the waiter's clock never precedes it (analyze.h ChainLink::at_ms).
-  Walker(const TraceSet& set, const P2PPairs& pairs, int64_t origin)
-      : set_(set), pairs_(pairs), origin_(origin), shift_ms_(pairs.max_clock_shift_ms()) {
+  // Positions on the common base of `clocks` (analyze.h ChainLink::at_ms).
+  Walker(const TraceSet& set, const P2PPairs& pairs, const RankClocks& clocks)
+      : set_(set), pairs_(pairs), clocks_(clocks) {
     tol_ = tolerance(set);
   }
 
@@ -54,7 +53,7 @@ class Walker {
     c.rank = wait.tl->rank;
     c.stream = stream_name(wait);
     c.wait_ms = ms(w.dur_ns);
-    c.at_ms = at_ms(w.start_ns);
+    c.at_ms = at_ms(*wait.tl, w.start_ns);
     const std::string& ev = set_.strings.str(w.event);
     link(c, wait, fmt::format("{} waited {:.3f} ms{}", c.stream, c.wait_ms,
                               ev.empty() ? "" : fmt::format(" for event {}", ev)),
@@ -72,10 +71,11 @@ class Walker {
     return ev.empty() ? "" : " for " + ev;
   }
 
-  void link(WaitChain& c, SliceRef r, std::string reason, int64_t delay_ns, int64_t offset = 0) {
+  // A link's position is its own slice's start on the common base (RankClocks), whichever rank it is on.
+  void link(WaitChain& c, SliceRef r, std::string reason, int64_t delay_ns, std::optional<WaitRule> by = {}) {
     c.links.push_back(ChainLink{r.tl->rank, stream_name(r), set_.strings.str(r.s().name),
-                                std::move(reason), at_ms(r.s().start_ns + offset),
-                                ms(delay_ns)});
+                                std::move(reason), at_ms(*r.tl, r.s().start_ns),
+                                ms(delay_ns), by});
   }
 
   std::optional<SliceRef> releaser(const RankTimeline& tl, uint32_t not_stream, int64_t begin,
@@ -108,37 +108,41 @@ class Walker {
                    int depth) {
     if (depth > kMaxChainDepth) {
       c.links.push_back(ChainLink{waiting.tl->rank, stream_name(waiting), "",
-                                  fmt::format("chain cut after {} steps", kMaxChainDepth), 0, 0});
+                                  fmt::format("chain cut after {} steps", kMaxChainDepth), 0, 0, {}});
       return;
     }
     const Slice& w = waiting.s();
-    auto rel = releaser(*waiting.tl, w.stream, w.start_ns, w.end_ns());
-    if (!rel || !seen.insert({rel->tl, rel->index}).second) {
+    const WaitRelease found = wait_releaser(*waiting.tl, waiting.index, tol_);
+    const WaitRule by = found.rule;
+    if (!found.slice || !seen.insert({waiting.tl, *found.slice}).second) {
       c.links.push_back(ChainLink{waiting.tl->rank, stream_name(waiting), "",
-                                  "no slice on another stream ends with it: cause not in the trace",
-                                  at_ms(w.end_ns()), 0});
+                                  by == WaitRule::TIMING ? "no slice on another stream ends with it: cause not in the trace"
+                                                         : "no slice of the stream its event was recorded on ends with it: "
+                                                           "cause not in the trace",
+                                  at_ms(*waiting.tl, w.end_ns()), 0, by});
       return;
     }
-    const Slice& s = rel->s();
+    const SliceRef rel{waiting.tl, *found.slice};
+    const Slice& s = rel.s();
     const std::string& group = set_.strings.str(s.group);
     switch (s.kind) {
       case SliceKind::STREAM_WAIT:
-        link(c, *rel, fmt::format("released when {} stopped waiting{}", stream_name(*rel), event_suffix(s)),
-             s.dur_ns);
-        explain_end(c, *rel, seen, depth + 1);
+        link(c, rel, fmt::format("released when {} stopped waiting{}", stream_name(rel), event_suffix(s)),
+             s.dur_ns, by);
+        explain_end(c, rel, seen, depth + 1);
         return;
       case SliceKind::COLLECTIVE:
-        link(c, *rel, fmt::format("{} was running a collective{} for {:.3f} ms{}", stream_name(*rel),
-                                  group.empty() ? "" : " of group " + group, ms(s.dur_ns), issued_by(*rel)),
-             s.dur_ns);
-        walk_back(c, *rel, seen, depth);
+        link(c, rel, fmt::format("{} was running a collective{} for {:.3f} ms{}", stream_name(rel),
+                                  group.empty() ? "" : " of group " + group, ms(s.dur_ns), issued_by(rel)),
+             s.dur_ns, by);
+        walk_back(c, rel, seen, depth);
         return;
-      case SliceKind::P2P: explain_recv(c, *rel, seen, depth); return;
+      case SliceKind::P2P: explain_recv(c, rel, seen, depth, by); return;
       default:
-        link(c, *rel, fmt::format("{} was busy ({}) for {:.3f} ms", stream_name(*rel),
+        link(c, rel, fmt::format("{} was busy ({}) for {:.3f} ms", stream_name(rel),
                                   to_string(s.kind), ms(s.dur_ns)),
-             s.dur_ns);
-        walk_back(c, *rel, seen, depth);
+             s.dur_ns, by);
+        walk_back(c, rel, seen, depth);
         return;
     }
   }
@@ -201,13 +205,13 @@ class Walker {
 
   // A P2P receive released the wait: the send it waited for, whether that send was late (by
   // more than the tolerance), and if so why it started when it did.
-  void explain_recv(WaitChain& c, SliceRef recv, Seen& seen, int depth) {
+  void explain_recv(WaitChain& c, SliceRef recv, Seen& seen, int depth, std::optional<WaitRule> by = {}) {
     const Slice& r = recv.s();
     const auto send = latest_send(recv);
     if (!send) {
       link(c, recv, r.p2p.empty() ? "P2P transfer; the trace does not name the peer"
                                   : "receive whose matching send is not in the loaded traces",
-           r.dur_ns);
+           r.dur_ns, by);
       return;
     }
     const int32_t peer = send->peer;
@@ -215,14 +219,14 @@ class Walker {
       link(c, recv, fmt::format("received from rank {}; its send was issued in time, the transfer "
                                 "took {:.3f} ms",
                                 peer, ms(r.end_ns() - std::max(r.start_ns, send->send.s().start_ns + send->shift))),
-           r.dur_ns);
+           r.dur_ns, by);
       return;
     }
     link(c, recv, fmt::format("receive from rank {} was ready only when rank {}'s send ran", peer, peer),
-         r.dur_ns);
+         r.dur_ns, by);
     link(c, send->send, fmt::format("rank {}'s send was issued {:.3f} ms after rank {} posted the receive",
                                     peer, ms(send->late), recv.tl->rank.v),
-         send->late, send->shift);
+         send->late);
     if (!seen.insert({send->send.tl, send->send.index}).second) return;
     explain_send_start(c, *send, r.start_ns, seen, depth);
   }
@@ -242,7 +246,7 @@ class Walker {
     if (before && before->s().kind == SliceKind::STREAM_WAIT && seen.insert({before->tl, before->index}).second) {
       link(c, *before, fmt::format("rank {}'s {} stream waited {:.3f} ms{} before the send", send.peer,
                                    stream_name(*before), ms(before->s().dur_ns), event_suffix(before->s())),
-           before->s().dur_ns, send.shift);
+           before->s().dur_ns);
       explain_end(c, *before, seen, depth + 1);
       return;
     }
@@ -260,7 +264,7 @@ class Walker {
     if (!rel || !seen.insert({rel->tl, rel->index}).second) {
       c.links.push_back(ChainLink{ptl.rank, stream_name(send.send), "",
                                   "host issued the send late; nothing in the trace explains it",
-                                  at_ms(snd.start_ns), 0});
+                                  at_ms(ptl, snd.start_ns), 0, {}});
       return;
     }
     const Slice& s = rel->s();
@@ -268,7 +272,7 @@ class Walker {
       case SliceKind::STREAM_WAIT:
         link(c, *rel, fmt::format("rank {}'s {} stream was waiting{} until the send could be issued", peer,
                                   stream_name(*rel), event_suffix(s)),
-             s.dur_ns, off);
+             s.dur_ns);
         explain_end(c, *rel, seen, depth + 1);
         return;
       case SliceKind::COLLECTIVE: {
@@ -276,7 +280,7 @@ class Walker {
         link(c, *rel, fmt::format("rank {}'s {} stream was running a collective{} ({:.3f} ms) until the "
                                   "send could be issued{}",
                                   peer, stream_name(*rel), g.empty() ? "" : " of group " + g, ms(s.dur_ns), issued_by(*rel)),
-             s.dur_ns, off);
+             s.dur_ns);
         walk_back(c, *rel, seen, depth + 1);
         return;
       }
@@ -284,7 +288,7 @@ class Walker {
       default:
         link(c, *rel, fmt::format("rank {}'s {} stream was busy ({}) until the send could be issued", peer,
                                   stream_name(*rel), to_string(s.kind)),
-             s.dur_ns, off);
+             s.dur_ns);
         walk_back(c, *rel, seen, depth + 1);
         return;
     }
@@ -292,9 +296,8 @@ class Walker {
 
   const TraceSet& set_;
   const P2PPairs& pairs_;
-  int64_t origin_;
-  double shift_ms_;
-  double at_ms(int64_t t_ns) const { return ms(t_ns - origin_) + shift_ms_; }
+  const RankClocks& clocks_;
+  double at_ms(const RankTimeline& tl, int64_t t_ns) const { return clocks_.at_ms(tl.rank, t_ns); }
   int64_t tol_;
 };
 
@@ -313,13 +316,17 @@ uint32_t compute_stream(const RankTimeline& tl) {
 
 int64_t tolerance(const TraceSet& set) { return set.global_clock ? kGlobalClockTolNs : kPerRankClockTolNs; }
 
-std::optional<size_t> releaser(const RankTimeline& tl, uint32_t not_stream, int64_t begin, int64_t t,
-                               int64_t tol) {
+namespace {
+
+// The slice ending last in [begin, t + tol] on the streams `on` accepts (ties within tol: P2P >
+// collective > stream wait > compute).
+template <typename OnStream>
+std::optional<size_t> last_ending(const RankTimeline& tl, OnStream on, int64_t begin, int64_t t, int64_t tol) {
   std::optional<size_t> best;
   for (size_t i = 0; i < tl.slices.size(); ++i) {
     const Slice& s = tl.slices[i];
     if (s.start_ns > t + tol) break;
-    if (s.stream == not_stream || s.kind == SliceKind::HOST) continue;
+    if (!on(s.stream) || s.kind == SliceKind::HOST) continue;
     int64_t e = s.end_ns();
     if (e > t + tol || e < begin) continue;
     if (!best) {
@@ -334,8 +341,38 @@ std::optional<size_t> releaser(const RankTimeline& tl, uint32_t not_stream, int6
   return best;
 }
 
+// HTA's rule (HTA PR #121): the last device slice launched on the recorded stream before the
+// cudaEventRecord call; absent when no slice of that stream carries a launch before it.
+std::optional<size_t> recorded_slice(const RankTimeline& tl, const WaitSource& ws) {
+  std::optional<size_t> best;
+  for (size_t i = 0; i < tl.slices.size(); ++i) {
+    const Slice& s = tl.slices[i];
+    if (s.stream != ws.stream || s.kind == SliceKind::HOST || !s.launch_ns || *s.launch_ns > *ws.record_ns) continue;
+    if (!best || *s.launch_ns >= *tl.slices[*best].launch_ns) best = i;
+  }
+  return best;
+}
+
+}  // namespace
+
+std::optional<size_t> releaser(const RankTimeline& tl, uint32_t not_stream, int64_t begin, int64_t t,
+                               int64_t tol) {
+  return last_ending(tl, [not_stream](uint32_t st) { return st != not_stream; }, begin, t, tol);
+}
+
+WaitRelease wait_releaser(const RankTimeline& tl, size_t wait, int64_t tol) {
+  const Slice& w = tl.slices[wait];
+  if (!w.wait_source) return {releaser(tl, w.stream, w.start_ns, w.end_ns(), tol), WaitRule::TIMING};
+  const WaitSource& ws = tl.wait_sources[*w.wait_source];
+  if (ws.record_ns) {
+    if (auto rec = recorded_slice(tl, ws)) return {rec, WaitRule::RECORD};
+  }
+  return {last_ending(tl, [&ws](uint32_t st) { return st == ws.stream; }, w.start_ns, w.end_ns(), tol),
+          WaitRule::STREAM};
+}
+
 std::vector<WaitChain> wait_chains(const TraceSet& set, const P2PPairs& pairs, int64_t lo, int64_t hi,
-                                   size_t count, int64_t origin) {
+                                   size_t count, const RankClocks& clocks) {
   // Compute-stream waits are the pipeline stalls; a P2P stream idling until its producer's
   // event fires is not, so other streams' waits are used only when compute never waits.
   std::vector<SliceRef> waits, other;
@@ -354,7 +391,7 @@ std::vector<WaitChain> wait_chains(const TraceSet& set, const P2PPairs& pairs, i
     return a.s().dur_ns != b.s().dur_ns ? a.s().dur_ns > b.s().dur_ns : a.tl->rank < b.tl->rank;
   });
   if (waits.size() > count) waits.resize(count);
-  Walker walker(set, pairs, origin);
+  Walker walker(set, pairs, clocks);
   std::vector<WaitChain> out;
   for (const auto& w : waits) out.push_back(walker.walk(w));
   return out;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "clocks.h"
 #include "p2p_pairs.h"
 #include "ppstream/analyze/analyze.h"
 
@@ -35,11 +36,22 @@ int64_t tolerance(const TraceSet& set);
 std::optional<size_t> releaser(const RankTimeline& tl, uint32_t not_stream, int64_t begin, int64_t t,
                                int64_t tol);
 
+// What released stream wait `wait` (a STREAM_WAIT slice of `tl`), and by which rule
+// (docs/analyze.md "Wait chain"): by its WaitSource where the trace has one — the last slice
+// launched on the recorded stream before the cudaEventRecord call (RECORD), else the last slice
+// of the recorded stream ending in [wait start, wait end + tol] (STREAM) — and only where the
+// trace says neither, releaser() over every other stream (TIMING).
+struct WaitRelease {
+  std::optional<size_t> slice;  // index into tl.slices; absent: the cause is not in the trace
+  WaitRule rule = WaitRule::TIMING;
+};
+WaitRelease wait_releaser(const RankTimeline& tl, size_t wait, int64_t tol);
+
 // Chains for the `count` longest waits on the ranks' compute streams (all streams' waits when
-// no compute stream waits) starting in [lo, hi); times relative to `origin`.
+// no compute stream waits) starting in [lo, hi); positions by `clocks`.
 // Receives are paired with sends by `pairs`.
 std::vector<WaitChain> wait_chains(const TraceSet& set, const P2PPairs& pairs, int64_t lo, int64_t hi,
-                                   size_t count, int64_t origin);
+                                   size_t count, const RankClocks& clocks);
 
 // Which slices of a rank a metric covers: all, or those of the chosen steps (Slice::step).
 struct StepSelection {
@@ -50,6 +62,6 @@ struct StepSelection {
 
 // pp_wait_ms per receiving P2P slice = matched − start (`pairs`), its whole duration when unpaired.
 RankMetrics rank_metrics(const TraceSet& set, const P2PPairs& pairs, const RankTimeline& tl, const StepSelection& sel,
-                         std::vector<P2PWait>* waits, int64_t origin);
+                         std::vector<P2PWait>* waits, const RankClocks& clocks);
 
 }  // namespace ppstream::analyze::detail

@@ -56,9 +56,22 @@ void add(RankTimeline& tl, StringTable& strings, const RawEvent& ev, const Draft
   s.event = strings.intern(d.event);
   s.bytes = d.bytes;
   s.p2p = d.p2p;
+  if (d.wait_on_stream) {
+    // The recorded stream may have no slice of its own in the trace: it is added, empty.
+    tl.wait_sources.push_back(WaitSource{tl.stream_index(kineto_stream_name(*d.wait_on_stream), *d.wait_on_stream),
+                                         d.wait_record_corr, std::nullopt});
+    s.wait_source = static_cast<uint32_t>(tl.wait_sources.size() - 1);
+  }
   tl.slices.push_back(std::move(s));
   if (launches && d.correlation) launches->emplace_back(tl.slices.size() - 1, *d.correlation);
 }
+
+// One device of a Kineto trace: its lanes are keyed by (device, stream), never by stream alone.
+struct KinetoDevice {
+  RankTimeline tl;
+  PendingLaunches pending;
+  int64_t uncorrelated = 0;  // device slices with correlation 0 or negative
+};
 
 // Checked time bounds (timeline.h): a timestamp beyond them is an error; a duration beyond them
 // (negative, or longer than 7 days: a corrupt record) drops the event with a named warning.
@@ -91,15 +104,25 @@ void finish(RankTimeline& tl) {
   assign_steps(tl);
 }
 
-// Kineto: each device slice with a correlation takes its launch's ts (or is marked unseen).
-// `launches` holds (correlation, launch ts) in file order; the first launch of a correlation counts.
-void resolve_launches(RankTimeline& tl, const PendingLaunches& pending, std::vector<std::pair<int64_t, int64_t>>& launches) {
+// Kineto: each device slice with a correlation takes its launch's ts (or is marked unseen), and
+// each wait naming its cudaEventRecord call takes that call's ts. `launches` holds (correlation,
+// launch ts) in file order, sorted here; the first launch of a correlation counts.
+void sort_launches(std::vector<std::pair<int64_t, int64_t>>& launches) {
   std::stable_sort(launches.begin(), launches.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+}
+std::optional<int64_t> launch_of(const std::vector<std::pair<int64_t, int64_t>>& launches, int64_t corr) {
+  auto it = std::lower_bound(launches.begin(), launches.end(), corr,
+                             [](const std::pair<int64_t, int64_t>& l, int64_t c) { return l.first < c; });
+  if (it != launches.end() && it->first == corr) return it->second;
+  return std::nullopt;
+}
+void resolve_launches(RankTimeline& tl, const PendingLaunches& pending, const std::vector<std::pair<int64_t, int64_t>>& launches) {
   for (auto [i, corr] : pending) {
-    auto it = std::lower_bound(launches.begin(), launches.end(), corr,
-                               [](const std::pair<int64_t, int64_t>& l, int64_t c) { return l.first < c; });
-    if (it != launches.end() && it->first == corr) tl.slices[i].launch_ns = it->second;
+    if (auto ts = launch_of(launches, corr)) tl.slices[i].launch_ns = *ts;
     else tl.slices[i].launch_unseen = true;
+  }
+  for (auto& w : tl.wait_sources) {
+    if (w.record_corr) w.record_ns = launch_of(launches, *w.record_corr);
   }
 }
 
@@ -136,6 +159,54 @@ void add_rank(TraceSet& set, RankTimeline&& tl, const std::string& path) {
   set.ranks.push_back(std::move(tl));
 }
 
+// The Kineto devices of one trace holding device slices, in device order, with the note on
+// correlation 0 (docs/analyze.md "Steps": placed by time like uncorrelated device work).
+std::vector<std::pair<int64_t, RankTimeline>> kineto_devices(const std::string& path, std::map<int64_t, KinetoDevice> kineto,
+                                                             TraceSet& set) {
+  std::vector<std::pair<int64_t, RankTimeline>> out;
+  int64_t uncorrelated = 0;
+  for (auto& [device, dev] : kineto) {
+    uncorrelated += dev.uncorrelated;
+    if (has_device_slices(dev.tl)) out.emplace_back(device, std::move(dev.tl));
+  }
+  if (uncorrelated > 0) {
+    set.notes.push_back(fmt::format("{}: {} device slice(s) carry correlation id 0 or negative (no correlation in "
+                                    "CUPTI and roctracer); placed in steps by start time like other uncorrelated "
+                                    "device work",
+                                    path, uncorrelated));
+  }
+  return out;
+}
+
+// A Kineto trace with kernels of several devices (a one-process pipeline): each device is a
+// rank of its own (rank = device id) when the trace names no rank; a trace naming its rank
+// cannot hold two ranks, so it is refused with the devices named.
+void add_device_ranks(const std::string& path, std::vector<std::pair<int64_t, RankTimeline>> devices,
+                      std::optional<int64_t> distributed_rank, std::optional<int64_t> base_ns,
+                      const ChromeReadOptions& opts, TraceSet& set) {
+  std::vector<int64_t> ids;
+  for (const auto& d : devices) ids.push_back(d.first);
+  if (opts.rank || distributed_rank) {
+    throw TraceError(fmt::format("{}: device slices of {} devices ({}) in the trace of rank {}; expected one device "
+                                 "per rank's trace (a trace naming no rank is read with each device as a rank)",
+                                 path, ids.size(), fmt::join(ids, ", "),
+                                 opts.rank ? int64_t{opts.rank->v} : *distributed_rank));
+  }
+  for (auto& [device, tl] : devices) {
+    if (device < 0 || device > std::numeric_limits<int32_t>::max())
+      throw TraceError(fmt::format("{}: device {} is not a device id; expected 0..{}", path, device,
+                                   std::numeric_limits<int32_t>::max()));
+    tl.rank = Rank(static_cast<int32_t>(device));
+    tl.source = path;
+    tl.base_ns = base_ns;
+    finish(tl);
+    add_rank(set, std::move(tl), path);
+  }
+  set.notes.push_back(fmt::format("{}: the trace names no rank and holds device slices of devices {}; each device "
+                                  "is read as the rank of its id",
+                                  path, fmt::join(ids, ", ")));
+}
+
 // What every format asks of the scan, merged once (a key or category named twice is kept once).
 const ScanSpec& chrome_scan_spec() {
   static const ScanSpec spec = [] {
@@ -155,18 +226,19 @@ const ScanSpec& chrome_scan_spec() {
 
 void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOptions& opts) {
   PPStreamMeta meta;
-  std::optional<int64_t> distributed_rank;  // Kineto distributedInfo.rank
+  KinetoTop top;  // Kineto distributedInfo.rank, baseTimeNanoseconds
   std::map<int64_t, RankTimeline> ours;  // pid (= rank) → timeline
-  RankTimeline vendor;                   // Kineto / Ascend: one rank per file
+  RankTimeline vendor;                   // Ascend: one rank per file
+  std::map<int64_t, KinetoDevice> kineto;  // Kineto: device → its lanes
+  std::vector<StepMarker> host_steps;      // Kineto ProfilerStep# markers: the host's, every device's
   LaneNames lanes;                       // process / thread names (also ours: thread_name)
   std::vector<LaneEvent> lane_events;    // Ascend / MindSpore lanes, mapped once names are known
   std::vector<TimerOp> timer_ops;        // Megatron timers, mapped once the lane names are known
-  PendingLaunches pending;
   std::vector<std::pair<int64_t, int64_t>> launch_ts;  // (correlation, launch ts), Kineto: 16 bytes each
   size_t seen = 0;
   const auto on_top = [&](const TopValue& v) {
     read_ppstream_top(path, v, meta);
-    read_kineto_top(path, v, distributed_rank);
+    read_kineto_top(path, v, top);
   };
   scan_chrome(path, chrome_scan_spec(), [&](const RawEvent& ev) {
     ++seen;
@@ -187,25 +259,40 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
       launch_ts.emplace_back(*corr, *ev.ts_ns);
     } else if (auto d = map_ppstream(path, ev)) {
       add(ours[*ev.pid], set.strings, ev, *d, nullptr);
-    } else if (auto k = map_kineto(ev)) {
-      add(vendor, set.strings, ev, *k, &pending);
+    } else if (auto k = map_kineto(ev); k && k->step) {
+      host_steps.push_back(StepMarker{*k->step, *ev.ts_ns, *ev.ts_ns + ev.dur_ns.value_or(0)});
+    } else if (k) {
+      KinetoDevice& dev = kineto[k->device.value_or(0)];
+      dev.uncorrelated += k->no_correlation ? 1 : 0;
+      add(dev.tl, set.strings, ev, *k, &dev.pending);
     } else if (auto timer = megatron_event_at(path, ev, set.strings)) {
       timer_ops.push_back(*timer);
     } else if (auto lane = ascend_lane_event(ev, set.strings)) {
       lane_events.push_back(*lane);
     }
   }, on_top);
-  resolve_launches(vendor, pending, launch_ts);
+  sort_launches(launch_ts);
+  for (auto& [device, dev] : kineto) {
+    resolve_launches(dev.tl, dev.pending, launch_ts);
+    dev.tl.steps.insert(dev.tl.steps.end(), host_steps.begin(), host_steps.end());
+  }
   if (!lane_events.empty()) {
-    const Rank r = opts.rank ? *opts.rank : Rank(static_cast<int32_t>(distributed_rank.value_or(0)));
+    const Rank r = opts.rank ? *opts.rank : Rank(static_cast<int32_t>(top.rank.value_or(0)));
     map_ascend_lanes(lane_events, lanes, r, set.strings, vendor);
   }
+  vendor.steps.insert(vendor.steps.end(), host_steps.begin(), host_steps.end());  // torch_npu: ProfilerStep# too
 
+  const std::optional<int64_t>& distributed_rank = top.rank;
   std::vector<RankTimeline> workers;  // Megatron timers: one timeline per (DP rank, PP rank)
   if (!timer_ops.empty()) map_megatron_workers(path, std::move(timer_ops), lanes, set.strings, workers);
 
   set.sources.push_back(path);
-  bool global = meta.present && meta.clock == "global" && !ours.empty() && !has_device_slices(vendor);
+  std::vector<std::pair<int64_t, RankTimeline>> devices = kineto_devices(path, std::move(kineto), set);
+  if (devices.size() == 1 && !has_device_slices(vendor)) {
+    vendor = std::move(devices.front().second);
+    devices.clear();
+  }
+  bool global = meta.present && meta.clock == "global" && !ours.empty() && !has_device_slices(vendor) && devices.empty();
   set.global_clock = set.chrome_files == 0 ? global : (set.global_clock && global);
   ++set.chrome_files;
   if (!meta.metrics_json.empty()) {
@@ -229,9 +316,12 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
     finish(tl);
     add_rank(set, std::move(tl), path);
   }
-  if (has_device_slices(vendor)) {
+  if (!devices.empty()) {
+    add_device_ranks(path, std::move(devices), distributed_rank, top.base_ns, opts, set);
+  } else if (has_device_slices(vendor)) {
     vendor.rank = vendor_rank(path, distributed_rank, opts, set);
     vendor.source = path;
+    vendor.base_ns = top.base_ns;
     finish(vendor);
     add_rank(set, std::move(vendor), path);
   } else if (ours.empty() && workers.empty()) {

@@ -82,7 +82,9 @@ void add_kineto_scan(ScanSpec& spec) {
                     arg_key("Process Group Name", StrArg::PG_NAME),
                     arg_key("Process Group Description", StrArg::PG_DESC), arg_key("dtype", StrArg::DTYPE),
                     arg_key("In msg nelems", IntArg::IN_NELEMS), arg_key("Src Rank", IntArg::SRC_RANK),
-                    arg_key("Dst Rank", IntArg::DST_RANK), arg_key("correlation", IntArg::CORRELATION)});
+                    arg_key("Dst Rank", IntArg::DST_RANK), arg_key("correlation", IntArg::CORRELATION),
+                    arg_key("device", IntArg::DEVICE), arg_key("wait_on_stream", IntArg::WAIT_ON_STREAM),
+                    arg_key("wait_on_cuda_event_record_corr_id", IntArg::WAIT_RECORD_CORR)});
   // Host-side categories: ops, Python frames, flow arrows. ProfilerStep# markers are cpu_op /
   // user_annotation ranges every reader wants; launches carry the correlation of their kernel.
   spec.host_categories.insert(spec.host_categories.end(),
@@ -90,15 +92,28 @@ void add_kineto_scan(ScanSpec& spec) {
   spec.kept_prefixes.push_back(kStepPrefix);
   spec.link_categories.insert(spec.link_categories.end(), {"cuda_runtime", "cuda_driver"});
   spec.link = arg_key("correlation", IntArg::CORRELATION);
-  spec.top_keys.push_back("distributedInfo");
+  spec.top_keys.insert(spec.top_keys.end(), {"distributedInfo", "baseTimeNanoseconds"});
 }
 
-void read_kineto_top(const std::string& path, const TopValue& value, std::optional<int64_t>& rank) {
+void read_kineto_top(const std::string& path, const TopValue& value, KinetoTop& top) {
+  if (value.key == "baseTimeNanoseconds") {
+    std::string_view text = value.json;
+    while (!text.empty() && (text.front() == ' ' || text.front() == '"')) text.remove_prefix(1);
+    while (!text.empty() && (text.back() == ' ' || text.back() == '"' || text.back() == '\n')) text.remove_suffix(1);
+    int64_t ns = 0;
+    auto r = std::from_chars(text.data(), text.data() + text.size(), ns);
+    if (r.ec != std::errc{} || r.ptr != text.data() + text.size() || ns < 0 || ns > kMaxAbsTsNs)
+      throw TraceError(fmt::format("{}: byte {}: baseTimeNanoseconds {} is not a time; expected an integer of ns "
+                                   "in [0, {:.0e}]",
+                                   path, value.offset, value.json, static_cast<double>(kMaxAbsTsNs)));
+    top.base_ns = ns;
+    return;
+  }
   if (value.key != "distributedInfo") return;
   read_top_object(path, value, [&](simdjson::ondemand::object obj) {
     for (auto f : obj) {
       const std::string_view k = f.unescaped_key();  // throws on malformed JSON
-      if (k == "rank") rank = as_int(f.value());
+      if (k == "rank") top.rank = as_int(f.value());
     }
   });
 }
@@ -107,6 +122,8 @@ std::optional<int64_t> kineto_launch(const RawEvent& ev) {
   if (!launch_category(ev.cat)) return std::nullopt;
   return arg(ev, IntArg::CORRELATION);
 }
+
+std::string kineto_stream_name(int64_t stream) { return fmt::format("stream {}", stream); }
 
 std::optional<int64_t> profiler_step(std::string_view name) {
   if (!name.starts_with(kStepPrefix)) return std::nullopt;
@@ -130,7 +147,12 @@ std::optional<Draft> map_kineto(const RawEvent& ev) {
   bool device = ev.cat == "kernel" || ev.cat == "gpu_memcpy" || ev.cat == "gpu_memset" ||
                 ev.cat == "cuda_sync";
   if (!device) return std::nullopt;
-  d.correlation = arg(ev, IntArg::CORRELATION);
+  // CUPTI and roctracer write correlation 0 for "none" (ROCm/roctracer#100: every collective
+  // kernel); such work is placed by time like work without a correlation.
+  if (const auto corr = arg(ev, IntArg::CORRELATION); corr && *corr > 0) d.correlation = corr;
+  else d.no_correlation = corr.has_value();
+  d.device = arg(ev, IntArg::DEVICE);
+  if (!d.device) d.device = ev.pid;
   int64_t stream = arg(ev, IntArg::STREAM).value_or(-1);
   // Only "Stream Wait Event" makes a device stream wait; Stream/Event/Context Sync
   // (cudaStreamSynchronize…) block the host, even when they name the stream they wait for.
@@ -142,11 +164,16 @@ std::optional<Draft> map_kineto(const RawEvent& ev) {
     return d;
   }
   d.stream_id = stream;
-  d.stream_name = fmt::format("stream {}", stream);
+  d.stream_name = kineto_stream_name(stream);
   if (ev.cat == "gpu_memcpy" || ev.cat == "gpu_memset") {
     d.kind = SliceKind::MEMORY;
   } else if (ev.cat == "cuda_sync") {
     d.kind = SliceKind::STREAM_WAIT;  // "Stream Wait Event": this stream waits another's event
+    // -1 when Kineto could not resolve the record (kineto PR #1318); then timing decides.
+    if (const auto src = arg(ev, IntArg::WAIT_ON_STREAM); src && *src >= 0) {
+      d.wait_on_stream = src;
+      if (const auto rc = arg(ev, IntArg::WAIT_RECORD_CORR); rc && *rc > 0) d.wait_record_corr = rc;
+    }
   } else if (is_nccl_kernel(ev.name)) {
     const std::string_view collective = arg(ev, StrArg::COLLECTIVE), pg_name = arg(ev, StrArg::PG_NAME);
     d.kind = is_p2p(ev.name, collective) ? SliceKind::P2P : SliceKind::COLLECTIVE;

@@ -27,6 +27,7 @@ enum class IntArg : uint8_t {
   STREAM, IN_NELEMS, CORRELATION,                        // Kineto
   STREAM_ID, COUNT,                                      // Ascend
   SRC_RANK, DST_RANK,                                    // Kineto "Src Rank", Ascend Plane "src rank"
+  DEVICE, WAIT_ON_STREAM, WAIT_RECORD_CORR,              // Kineto device, Stream Wait Event's source
   MODEL_CHUNK, MB_ID, SEQ_ID,                            // Megatron timers (with STEP)
   COUNT_
 };
@@ -51,8 +52,12 @@ struct PPStreamMeta {
 };
 // Reads `meta` from a top-level value; values that are not ours are ignored. Throws TraceError.
 void read_ppstream_top(const std::string& path, const TopValue& value, PPStreamMeta& meta);
-// Kineto: distributedInfo.rank from a top-level value; other values are ignored. Throws TraceError.
-void read_kineto_top(const std::string& path, const TopValue& value, std::optional<int64_t>& rank);
+// Kineto's top-level values: distributedInfo.rank and baseTimeNanoseconds (kineto PR #928: the
+// epoch time of ts 0, in [0, kMaxAbsTsNs]); other values are ignored. Throws TraceError.
+struct KinetoTop {
+  std::optional<int64_t> rank, base_ns;
+};
+void read_kineto_top(const std::string& path, const TopValue& value, KinetoTop& top);
 
 struct Draft {
   SliceKind kind = SliceKind::COMPUTE;
@@ -64,11 +69,18 @@ struct Draft {
   uint64_t bytes = 0;
   std::vector<P2PPart> p2p;
   std::optional<int64_t> step;  // set: a step marker, not a slice
-  std::optional<int64_t> correlation;  // Kineto device work: its launch's correlation id
+  std::optional<int64_t> correlation;  // Kineto device work: its launch's correlation id (> 0)
+  bool no_correlation = false;  // Kineto device work with correlation 0 or negative: "none" (CUPTI, roctracer)
+  std::optional<int64_t> device;  // Kineto device work: args.device, else the event's pid (Kineto: pid = device)
+  // Kineto "Stream Wait Event": the stream the awaited event was recorded on (wait_on_stream >= 0)
+  // and the cudaEventRecord call's correlation (wait_on_cuda_event_record_corr_id > 0).
+  std::optional<int64_t> wait_on_stream, wait_record_corr;
 };
 
 // Ours: events whose args carry "kind". Throws TraceError on an unknown kind.
 std::optional<Draft> map_ppstream(const std::string& path, const RawEvent& ev);
+// "stream N": the name of Kineto stream N (and of the stream a wait names by wait_on_stream).
+std::string kineto_stream_name(int64_t stream);
 // PyTorch Kineto device events: kernels, memcpy/memset, cuda_sync with a stream.
 std::optional<Draft> map_kineto(const RawEvent& ev);
 // A Kineto kernel launch (cuda_runtime / cuda_driver): its correlation id, which the device

@@ -46,7 +46,7 @@ OverlapMetrics overlap_of(std::string kind, std::string group, std::vector<Inter
 namespace detail {
 
 RankMetrics rank_metrics(const TraceSet& set, const P2PPairs& pairs, const RankTimeline& tl, const StepSelection& sel,
-                         std::vector<P2PWait>* waits, int64_t origin) {
+                         std::vector<P2PWait>* waits, const RankClocks& clocks) {
   const StepMarker* marker = sel.marker;
   RankMetrics m;
   m.rank = tl.rank;
@@ -77,11 +77,13 @@ RankMetrics rank_metrics(const TraceSet& set, const P2PPairs& pairs, const RankT
     if (s.kind == SliceKind::STREAM_WAIT) {
       sm.wait_ms += ms(s.dur_ns);
       ++sm.waits;
-      // Compute blocked on a reduction: the wait ends when a reduction on another stream does.
-      if (s.stream == cs) {
-        auto rel = releaser(tl, cs, s.start_ns, s.end_ns(), tol);
-        if (rel && is_reduction(tl.slices[*rel])) exposed += s.dur_ns;
-      }
+      // Compute blocked on a reduction: the wait is released by a reduction (its recorded
+      // event's producer where the trace says it, else the one ending with it on another stream).
+      const WaitRelease rel = wait_releaser(tl, si, tol);
+      ++(rel.rule == WaitRule::RECORD   ? m.waits_by_record
+         : rel.rule == WaitRule::STREAM ? m.waits_by_stream
+                                        : m.waits_by_timing);
+      if (s.stream == cs && rel.slice && is_reduction(tl.slices[*rel.slice])) exposed += s.dur_ns;
       continue;
     }
     if (is_reduction(s)) {
@@ -106,7 +108,7 @@ RankMetrics rank_metrics(const TraceSet& set, const P2PPairs& pairs, const RankT
       if (!matched) ++m.p2p_unpaired;
       if (waits) {
         waits->push_back(P2PWait{tl.rank, tl.streams[s.stream].name, set.strings.str(s.name),
-                                 ms(s.start_ns - origin), ms(wait), ms(s.dur_ns - wait), matched.has_value()});
+                                 clocks.at_ms(tl.rank, s.start_ns), ms(wait), ms(s.dur_ns - wait), matched.has_value()});
       }
     }
   }
@@ -155,14 +157,6 @@ RankMetrics rank_metrics(const TraceSet& set, const P2PPairs& pairs, const RankT
 
 namespace {
 
-int64_t set_origin(const TraceSet& set) {
-  int64_t o = INT64_MAX;
-  for (const auto& tl : set.ranks) {
-    if (!tl.slices.empty()) o = std::min(o, tl.slices.front().start_ns);
-  }
-  return o == INT64_MAX ? 0 : o;
-}
-
 // The mean marker duration of a rank, if it has markers.
 std::optional<double> mean_host_step_ms(const TraceSet& set, Rank rank) {
   for (const auto& tl : set.ranks) {
@@ -199,7 +193,7 @@ void set_figures(StepMetrics& sm, double time_ms) {
 }
 
 StepMetrics step_metrics(const TraceSet& set, const detail::P2PPairs& pairs, int64_t step, std::vector<P2PWait>* waits,
-                         int64_t origin, std::pair<int64_t, int64_t>* window) {
+                         const detail::RankClocks& clocks, std::pair<int64_t, int64_t>* window) {
   StepMetrics sm;
   sm.step = step;
   for (const auto& tl : set.ranks) {
@@ -209,7 +203,7 @@ StepMetrics step_metrics(const TraceSet& set, const detail::P2PPairs& pairs, int
     only[*i] = true;
     const int64_t hi = *i + 1 < tl.steps.size() ? tl.steps[*i + 1].start_ns : INT64_MAX;
     if (window) *window = {std::min(window->first, tl.steps[*i].start_ns), std::max(window->second, hi)};
-    sm.ranks.push_back(detail::rank_metrics(set, pairs, tl, {&only, &tl.steps[*i]}, waits, origin));
+    sm.ranks.push_back(detail::rank_metrics(set, pairs, tl, {&only, &tl.steps[*i]}, waits, clocks));
     sm.step_time_ms = std::max(sm.step_time_ms, sm.ranks.back().step_time_ms);
     sm.span_ms = std::max(sm.span_ms, sm.ranks.back().span_ms);
   }
@@ -218,14 +212,14 @@ StepMetrics step_metrics(const TraceSet& set, const detail::P2PPairs& pairs, int
 }
 
 // All steps of each rank but its last, as Holistic Trace Analysis does by default.
-std::optional<StepMetrics> hta_window(const TraceSet& set, const detail::P2PPairs& pairs, int64_t origin) {
+std::optional<StepMetrics> hta_window(const TraceSet& set, const detail::P2PPairs& pairs, const detail::RankClocks& clocks) {
   StepMetrics sm;
   sm.window = "hta_window";
   for (const auto& tl : set.ranks) {
     if (tl.steps.size() < 2) continue;
     std::vector<bool> but_last(tl.steps.size(), true);
     but_last.back() = false;
-    sm.ranks.push_back(detail::rank_metrics(set, pairs, tl, {&but_last, nullptr}, nullptr, origin));
+    sm.ranks.push_back(detail::rank_metrics(set, pairs, tl, {&but_last, nullptr}, nullptr, clocks));
     sm.span_ms = std::max(sm.span_ms, sm.ranks.back().span_ms);
   }
   if (sm.ranks.empty()) return std::nullopt;
@@ -260,12 +254,18 @@ AnalysisResult analyze(const TraceSet& set, const AnalyzeOptions& opts) {
                                   set.dropped_events));
   }
   add_vendor(set, r);
-  int64_t origin = set_origin(set);
   const detail::P2PPairs pairs(set);
+  const detail::RankClocks clocks(set, pairs);
+  r.clock_base = to_string(clocks.base());
+  if (clocks.base() == detail::ClockBase::OWN_START) {
+    r.notes.push_back("the ranks' clocks could not be put on one base (no shared clock, base times or P2P pairs "
+                      "linking every rank): each position (start_ms, at_ms) is relative to its own rank's first "
+                      "device slice");
+  }
   std::vector<P2PWait> waits;
   std::pair<int64_t, int64_t> window{INT64_MAX, INT64_MIN};
   if (opts.step) {
-    r.total = step_metrics(set, pairs, *opts.step, &waits, origin, &window);
+    r.total = step_metrics(set, pairs, *opts.step, &waits, clocks, &window);
     if (r.total.ranks.empty() && !set.ranks.empty()) {
       std::vector<int64_t> have;
       for (const auto& tl : set.ranks) {
@@ -282,7 +282,7 @@ AnalysisResult analyze(const TraceSet& set, const AnalyzeOptions& opts) {
     r.total.window = "whole trace";
     int64_t first = INT64_MAX, last = INT64_MIN;
     for (const auto& tl : set.ranks) {
-      r.total.ranks.push_back(detail::rank_metrics(set, pairs, tl, {}, &waits, origin));
+      r.total.ranks.push_back(detail::rank_metrics(set, pairs, tl, {}, &waits, clocks));
       r.total.span_ms = std::max(r.total.span_ms, r.total.ranks.back().span_ms);
       for (const auto& s : tl.slices) {
         if (s.kind == SliceKind::HOST) continue;
@@ -297,7 +297,7 @@ AnalysisResult analyze(const TraceSet& set, const AnalyzeOptions& opts) {
     }
     std::sort(steps.begin(), steps.end());
     steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
-    for (int64_t s : steps) r.steps.push_back(step_metrics(set, pairs, s, nullptr, origin, nullptr));
+    for (int64_t s : steps) r.steps.push_back(step_metrics(set, pairs, s, nullptr, clocks, nullptr));
     // With markers the whole trace is not one step: its step_time_ms is the steps' mean and the
     // span is reported as span_ms only.
     r.total.step_time_ms = r.total.span_ms;
@@ -308,14 +308,14 @@ AnalysisResult analyze(const TraceSet& set, const AnalyzeOptions& opts) {
       for (auto& rm : r.total.ranks) rm.step_time_ms = mean_host_step_ms(set, rm.rank).value_or(rm.span_ms);
     }
     set_figures(r.total, r.total.span_ms);
-    r.hta_window = hta_window(set, pairs, origin);
+    r.hta_window = hta_window(set, pairs, clocks);
   }
   std::sort(waits.begin(), waits.end(),
             [](const P2PWait& a, const P2PWait& b) { return a.wait_ms > b.wait_ms; });
   if (waits.size() > 10) waits.resize(10);
   r.longest_pp_waits = std::move(waits);
   detail::stragglers(set, opts.step, r);
-  r.chains = detail::wait_chains(set, pairs, window.first, window.second, opts.chains, origin);
+  r.chains = detail::wait_chains(set, pairs, window.first, window.second, opts.chains, clocks);
   return r;
 }
 

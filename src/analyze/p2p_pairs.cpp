@@ -116,11 +116,11 @@ int64_t P2PPairs::clock_shift(Rank from, Rank to, char phase) const {
   return 0;
 }
 
-double P2PPairs::max_clock_shift_ms() const {
-  double m = 0;
-  if (global_) return m;
-  for (const auto& [ch, o] : offset_) m = std::max(m, std::fabs(static_cast<double>(o)) / 1e6);
-  return m;
+std::vector<std::tuple<int32_t, int32_t, int64_t>> P2PPairs::channel_shifts() const {
+  std::vector<std::tuple<int32_t, int32_t, int64_t>> out;
+  if (global_) return out;
+  for (const auto& [ch, o] : offset_) out.emplace_back(std::get<0>(ch), std::get<1>(ch), o);
+  return out;
 }
 
 std::optional<int64_t> P2PPairs::matched_ns(const RankTimeline& tl, size_t slice) const {

@@ -34,8 +34,9 @@ class P2PPairs {
   // ns to add to a time on `from`'s clock to place it on `to`'s clock: 0 on a global clock,
   // else the median of (recv end − send end) over the channel's pairs (both wait for the data).
   int64_t clock_shift(Rank from, Rank to, char phase) const;
-  // The largest |clock_shift| over every channel, in ms (0 with a global clock).
-  double max_clock_shift_ms() const;
+  // Every channel's shift as (sender, receiver, ns to add to a sender's time to place it on the
+  // receiver's clock); empty with a global clock.
+  std::vector<std::tuple<int32_t, int32_t, int64_t>> channel_shifts() const;
   // When slice `slice` of `tl` was matched, on tl's clock: the later of its start and every
   // paired peer op's start (a BATCH completes only when all its ops are matched, as in the
   // simulator). Absent when none of its ops is paired.

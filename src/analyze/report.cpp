@@ -39,7 +39,8 @@ json rank_json(const RankMetrics& m) {
             {"reduce_comm_ms", m.reduce_comm_ms},
             {"reduce_overlap_ms", m.reduce_overlap_ms},
             {"reduce_unoverlapped_ms", m.reduce_unoverlapped_ms},
-            {"reduce_overlap_ratio", opt(m.reduce_overlap_ratio)}};
+            {"reduce_overlap_ratio", opt(m.reduce_overlap_ratio)},
+            {"waits_attributed_by", {{"record", m.waits_by_record}, {"stream", m.waits_by_stream}, {"timing", m.waits_by_timing}}}};
   json streams = json::array();
   for (const auto& s : m.streams) {
     streams.push_back({{"stream", s.stream}, {"busy_ms", s.busy_ms}, {"wait_ms", s.wait_ms}, {"waits", s.waits}});
@@ -76,6 +77,7 @@ std::string ratio_text(const std::optional<double>& r) {
 std::string AnalysisResult::to_json() const {
   json j;
   j["sources"] = sources;
+  j["clock_base"] = clock_base;
   j["selected_step"] = selected_step ? json(*selected_step) : json(nullptr);
   j["total"] = step_json(total);
   json st = json::array();
@@ -94,7 +96,8 @@ std::string AnalysisResult::to_json() const {
     json links = json::array();
     for (const auto& l : c.links) {
       links.push_back({{"rank", l.rank.v}, {"stream", l.stream}, {"what", l.what}, {"reason", l.reason},
-                       {"at_ms", l.at_ms}, {"delay_ms", l.delay_ms}});
+                       {"at_ms", l.at_ms}, {"delay_ms", l.delay_ms},
+                       {"attributed_by", l.attributed_by ? json(to_string(*l.attributed_by)) : json(nullptr)}});
     }
     ch.push_back({{"rank", c.rank.v}, {"stream", c.stream}, {"wait_ms", c.wait_ms}, {"at_ms", c.at_ms}, {"links", links}});
   }
@@ -201,6 +204,10 @@ std::string AnalysisResult::to_text() const {
       for (const auto& s : r.streams) {
         out += fmt::format("  {:>6} {:<20} {:>12.3f} {:>12.3f} {:>7}\n", r.rank.v, s.stream, s.busy_ms, s.wait_ms, s.waits);
       }
+      if (r.waits_by_record + r.waits_by_stream > 0) {
+        out += fmt::format("  {:>6} waits attributed by the event's record {}, by its recorded stream {}, by timing {}\n",
+                           r.rank.v, r.waits_by_record, r.waits_by_stream, r.waits_by_timing);
+      }
     }
     out += "communication/computation overlap (|comm ∩ compute| / |comm|):\n";
     out += fmt::format("  {:>6} {:<11} {:<24} {:>12} {:>12} {:>12} {:>9}\n", "rank", "kind", "group",
@@ -221,10 +228,17 @@ std::string AnalysisResult::to_text() const {
                          w.stream, w.wait_ms, w.start_ms, w.transfer_ms, w.paired ? "" : ", no paired send", w.name);
     }
   }
+  if (clock_base != "global" && (!chains.empty() || !longest_pp_waits.empty())) {
+    out += fmt::format("positions (at ms) on one base: {}\n",
+                       clock_base == "base_time" ? "the producers' base times"
+                       : clock_base == "p2p"     ? "ranks' clocks aligned by P2P send/receive pairs"
+                                                 : "each rank's own first device slice");
+  }
   for (const auto& c : chains) {
     out += fmt::format("wait chain: rank {} {} waited {:.3f} ms at {:.3f} ms\n", c.rank.v, c.stream, c.wait_ms, c.at_ms);
     for (const auto& l : c.links) {
-      out += fmt::format("  rank {:>5} {:<10} {}{}\n", l.rank.v, l.stream, l.reason,
+      out += fmt::format("  rank {:>5} {:<10} {}{}{}\n", l.rank.v, l.stream, l.reason,
+                         l.attributed_by ? fmt::format(" (wait attributed by {})", to_string(*l.attributed_by)) : "",
                          l.what.empty() ? "" : fmt::format("  [{}]", l.what));
     }
   }

@@ -17,6 +17,15 @@ const char* to_string(SliceKind k) {
   return "?";
 }
 
+const char* to_string(WaitRule r) {
+  switch (r) {
+    case WaitRule::RECORD: return "record";
+    case WaitRule::STREAM: return "stream";
+    case WaitRule::TIMING: return "timing";
+  }
+  return "?";
+}
+
 std::optional<SliceKind> parse_slice_kind(std::string_view s) {
   for (SliceKind k : {SliceKind::COMPUTE, SliceKind::COLLECTIVE, SliceKind::P2P,
                       SliceKind::STREAM_WAIT, SliceKind::HOST, SliceKind::MEMORY}) {

@@ -69,7 +69,16 @@ void register_simulate(CLI::App& app, int& exit_code) {
                   << what << ")" << std::flush;
         if (done == total) std::cerr << "\n";
       };
-    const sim::SimReport report = sim::simulate(cfg, o);
+    const sim::SimReport report = [&] {
+      try {
+        return sim::simulate(cfg, o);
+      } catch (const sim::CostOverflow& e) {
+        // Name where each key was set: the CONFIG file or the --set that overrode it.
+        std::string where;
+        for (const std::string& k : e.keys) where += (where.empty() ? "" : ", ") + k + " from " + ca.origin_of(k);
+        throw std::invalid_argument(std::string(e.what()) + (where.empty() ? "" : " (" + where + ")"));
+      }
+    }();
     std::cout << (args->json ? sim::report_json(report) + "\n" : sim::report_table(report));
     exit_code = 0;
   });

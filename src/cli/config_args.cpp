@@ -49,4 +49,11 @@ PipelineConfig ConfigArgs::load() const {
   return cfg;
 }
 
+std::string ConfigArgs::origin_of(const std::string& key) const {
+  for (auto it = sets.rbegin(); it != sets.rend(); ++it) {
+    if (it->starts_with(key + "=")) return "--set " + *it;
+  }
+  return path.empty() ? "the defaults" : path;
+}
+
 }  // namespace ppstream::cli

@@ -74,8 +74,7 @@ class Diagnosis {
 
   void describe_wait(int32_t p, int32_t i, Blocked& b) const {
     const std::string& event = topo_.program(p).event_name(instr(p, i).event);
-    const int32_t e = topo_.event_slot(p, i);
-    const int32_t rec = topo_.event_first_record[e];
+    const int32_t rec = topo_.synced_record(p, i);  // the RECORD it synchronizes with
     if (rec == kNone) {
       b.waiting_for = fmt::format("event {} never recorded on r{}", event, b.rank.v);
       return;

@@ -25,7 +25,6 @@ EngineState::EngineState(const ProgramSet& s, const Topology& t, const Platform&
   host_next.assign(n, 0);
   host_blocked_on.assign(n, kNone);
   head.assign(t.stream_list_base.begin(), t.stream_list_base.end() - 1);
-  fired.assign(t.event_first_record.size(), kNotYet);
   posted.assign(t.op_instr.size(), kNotYet);
   matched.assign(t.op_instr.size(), kNotYet);
   batch_left.assign(t.op_instr.size(), 0);
@@ -158,8 +157,8 @@ class Runner {
     InstrTiming& tm = st_.timing(p, i);
     switch (st_.topo.op_of[st_.topo.global(p, i)]) {
       case OpKind::WAIT: {
-        const int32_t e = st_.topo.event_slot(p, i);
-        if (st_.platform.events_enforced() && !happened(st_.fired[e])) return;  // woken by the RECORD
+        const int32_t rec = synced_record(p, i);
+        if (st_.platform.events_enforced() && (rec == kNone || !st_.timing(p, rec).finished())) return;  // woken by it
         tm.start_ms = t;
         schedule(p, i, t);
         return;
@@ -376,8 +375,7 @@ class Runner {
     const int32_t p = c.prog, i = c.index;
     st_.timing(p, i).end_ms = c.t;
     st_.res.makespan_ms = std::max(st_.res.makespan_ms, c.t);
-    const int32_t g = st_.topo.global(p, i);
-    if (st_.topo.op_of[g] == OpKind::RECORD) fire(p, st_.topo.event_id(g), c.t);
+    if (st_.topo.op_of[st_.topo.global(p, i)] == OpKind::RECORD) fire(p, i, c.t);
     const int32_t slot = st_.topo.stream_base[p] + c.stream;
     ++st_.head[slot];
     const int32_t next = st_.head_instr(slot);
@@ -388,16 +386,16 @@ class Runner {
     }
   }
 
-  // RECORD completed: the event fires (first record wins) and WAIT heads on it start.
-  void fire(int32_t p, int32_t local_event, double t) {
-    const int32_t e = st_.topo.event_base[p] + local_event;
-    if (happened(st_.fired[e])) return;
-    st_.fired[e] = t;
+  // The RECORD a WAIT synchronizes with (Topology::synced_record, docs/semantics.md "Events").
+  int32_t synced_record(int32_t p, int32_t i) const { return st_.topo.synced_record(p, i); }
+
+  // RECORD `record` completed: the WAIT heads that synchronize with it start.
+  void fire(int32_t p, int32_t record, double t) {
     for (int32_t slot = st_.topo.stream_base[p]; slot < st_.topo.stream_base[p + 1]; ++slot) {
       const int32_t h = st_.head_instr(slot);
       if (h == kNone) continue;
-      const int32_t g = st_.topo.global(p, h);  // the op and event first: dense tables, no Instr
-      if (st_.topo.op_of[g] != OpKind::WAIT || st_.topo.event_id(g) != local_event) continue;
+      // The op from the dense table first (no Instr read), then the RECORD it synchronizes with.
+      if (st_.topo.op_of[st_.topo.global(p, h)] != OpKind::WAIT || synced_record(p, h) != record) continue;
       const InstrTiming& tm = st_.timing(p, h);
       if (!tm.issued() || tm.started() || !tm.at_head()) continue;
       try_start(p, h, std::max(t, tm.ready_ms));

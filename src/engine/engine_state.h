@@ -1,5 +1,5 @@
-// EngineState: the mutable state of one engine run (host cursors, stream heads, fired
-// events, P2P posts/matches, collective arrivals) over a fixed Topology. Shared by the event
+// EngineState: the mutable state of one engine run (host cursors, stream heads,
+// P2P posts/matches, collective arrivals) over a fixed Topology. Shared by the event
 // loop (engine.cpp) and the deadlock diagnosis (deadlock.cpp).
 #pragma once
 
@@ -31,7 +31,7 @@ struct Completion {
   }
 };
 
-// The per-op time tables (fired, posted, matched) are hot and large: "not yet" there is kNotYet
+// The per-op time tables (posted, matched) are hot and large: "not yet" there is kNotYet
 // asked through happened() (engine.h, as in InstrTiming). The rarer per-collective and per-unit
 // states are std::optional.
 
@@ -45,7 +45,6 @@ struct EngineState {
   std::vector<int32_t> host_next;        // per program: next instruction to issue
   std::vector<int32_t> host_blocked_on;  // per program: instruction the host waits on, or kNone
   std::vector<int32_t> head;             // per stream slot: position in topo.stream_list
-  std::vector<double> fired;             // per event slot: fire time, or kNotYet
   std::vector<double> posted;            // per op: post time, or kNotYet
   std::vector<double> matched;           // per op: match time, or kNotYet
   std::vector<int32_t> batch_left;       // indexed by a BATCH's first op id: unmatched ops

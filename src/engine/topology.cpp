@@ -93,6 +93,7 @@ void index_streams_and_events(const ProgramSet& set, Topology& t, std::vector<in
     int32_t n_events = 0;
     bool bad_event = false;
     const int32_t ebase = t.event_base.back();
+    std::vector<int32_t> last_record;  // per local event: the latest RECORD so far in program order
     for (size_t i = 0; i < instrs.size(); ++i) {
       const Instr& in = instrs[i];
       const uint16_t sid = in.stream.v < local.size() ? local[in.stream.v] : 0;
@@ -115,7 +116,10 @@ void index_streams_and_events(const ProgramSet& set, Topology& t, std::vector<in
         event = slot;
         auto& rec = t.event_first_record[ebase + event];
         if (in.op == OpKind::RECORD && rec == kNone) rec = i32(i);
+        if (last_record.size() <= static_cast<size_t>(event)) last_record.resize(static_cast<size_t>(event) + 1, kNone);
+        if (in.op == OpKind::RECORD) last_record[static_cast<size_t>(event)] = i32(i);
       }
+      t.wait_record.push_back(in.op == OpKind::WAIT ? last_record[static_cast<size_t>(event)] : kNone);
       ids.push_back(event);
     }
     t.event_base.push_back(ebase + n_events);

@@ -122,6 +122,17 @@ struct Topology {
   // Events: slot = event_base[prog] + local id.
   std::vector<int32_t> event_base;      // size programs+1
   std::vector<int32_t> event_first_record;  // instruction index of the first RECORD, or kNone
+  // WAIT: the RECORD it synchronizes with, the most recent RECORD of its event before it in
+  // program order (the CUDA/ACL rule, docs/semantics.md "Events"); kNone when none precedes it.
+  // Per global instruction (kNone for other ops). Verifier, simulator and replay follow it.
+  std::vector<int32_t> wait_record;
+  // The RECORD the engine (simulator, replay) lets WAIT `index` of `prog` wait for: wait_record,
+  // or, for a WAIT with no RECORD before it (an [event] violation, no happens-before edge), the
+  // event's first RECORD, so that such a run still ends; kNone when the event is never recorded.
+  int32_t synced_record(int32_t prog, int32_t index) const {
+    const int32_t rec = wait_record[static_cast<size_t>(global(prog, index))];
+    return rec != kNone ? rec : event_first_record[static_cast<size_t>(event_slot(prog, index))];
+  }
   std::vector<int32_t> event_first_use;     // first RECORD or WAIT naming it (for its name)
 
   // P2P ops: op id → owning global instruction and position in its BATCH; the mirror op

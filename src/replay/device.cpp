@@ -27,7 +27,7 @@ StepResult Device::run_step(int32_t step, double t0_ms, double deadline_ms) {
   streams_.clear();
   for (size_t s = 0; s < plan_.streams.size(); ++s) streams_.push_back(std::make_unique<Stream>());
   timing_.assign(prog_.instrs.size(), InstrTiming{});
-  fired_.assign(static_cast<size_t>(plan_.events), kNotYet);
+  fired_.assign(prog_.instrs.size(), kNotYet);
   errors_.clear();
   checks_ = {};
   sleep_until_ms(t0_ms);
@@ -100,10 +100,10 @@ void Device::execute(int32_t k) {
     case OpKind::OPT_STEP: compute(k); return;
     case OpKind::RECORD:
       t.start_ms = t.end_ms = t.ready_ms;  // device time: when the stream's earlier work ended
-      fire(plan_.instrs[static_cast<size_t>(k)].event, t.start_ms);
+      fire(k, t.start_ms);
       return;
     case OpKind::WAIT:
-      t.start_ms = t.end_ms = std::max(t.ready_ms, wait_event(plan_.instrs[static_cast<size_t>(k)].event));
+      t.start_ms = t.end_ms = std::max(t.ready_ms, wait_record(plan_.instrs[static_cast<size_t>(k)].record));
       return;
     case OpKind::BATCH: batch(k); return;
     case OpKind::UNSHARD:
@@ -215,16 +215,17 @@ void Device::collective(int32_t k) {
   }
 }
 
-void Device::fire(int32_t event, double at_ms) {
+void Device::fire(int32_t record, double at_ms) {
   std::lock_guard lock(event_mu_);
-  fired_[static_cast<size_t>(event)] = at_ms;
+  fired_[static_cast<size_t>(record)] = at_ms;
   event_cv_.notify_all();
 }
 
-double Device::wait_event(int32_t event) {
+double Device::wait_record(int32_t record) {
   std::unique_lock lock(event_mu_);
-  event_cv_.wait(lock, [&] { return happened(fired_[static_cast<size_t>(event)]); });
-  return fired_[static_cast<size_t>(event)];
+  // A WAIT whose event is never recorded (a program the verifier rejects) blocks like the engine's.
+  event_cv_.wait(lock, [&] { return record >= 0 && happened(fired_[static_cast<size_t>(record)]); });
+  return fired_[static_cast<size_t>(record)];
 }
 
 void Device::checked(int32_t k, int64_t CheckCounts::*kind, const std::optional<std::string>& bad) {

@@ -68,8 +68,9 @@ class Device {
   void batch(int32_t k);
   void collective(int32_t k);
   void finish_comm(InstrTiming& t, double model_end_ms);
-  void fire(int32_t event, double at_ms);
-  double wait_event(int32_t event);  // the event's device time, once it has fired
+  void fire(int32_t record, double at_ms);  // RECORD instruction `record` completed at `at_ms`
+  // The device time of RECORD `record` (InstrPlan::record of a WAIT), once it has completed.
+  double wait_record(int32_t record);
   // Counts one exact check of `kind` and records `bad` (if any) as a failure of instruction k.
   void checked(int32_t k, int64_t CheckCounts::*kind, const std::optional<std::string>& bad);
   void error(int32_t k, const std::string& what);  // records a failed check of instruction k
@@ -89,7 +90,7 @@ class Device {
   std::vector<InstrTiming> timing_;
   std::mutex event_mu_;
   std::condition_variable event_cv_;
-  std::vector<double> fired_;  // per event: device time it fired, or kNotYet (engine.h)
+  std::vector<double> fired_;  // per instruction: a RECORD's device time, or kNotYet (engine.h)
   std::mutex err_mu_;
   std::vector<std::string> errors_;
   CheckCounts checks_;  // guarded by err_mu_

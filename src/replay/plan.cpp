@@ -73,6 +73,10 @@ RankPlan make_plan(const ProgramSet& set, size_t prog, const PipelineConfig& cfg
       int32_t& e = event_of[in.event.v];  // ids are in the table (topology checked)
       if (e < 0) e = events++;
       plan.instrs[k].event = e;
+      if (in.op == OpKind::WAIT) {
+        const int32_t rec = topo.synced_record(static_cast<int32_t>(prog), static_cast<int32_t>(k));
+        plan.instrs[k].record = rec == engine::kNone ? -1 : rec;
+      }
     }
   }
   plan.events = events;

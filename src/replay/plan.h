@@ -28,6 +28,9 @@ struct CollPhase {
 struct InstrPlan {
   int32_t stream = 0;
   int32_t event = -1;             // RECORD / WAIT: rank-local event id
+  // WAIT: the instruction index of the RECORD it synchronizes with, the most recent RECORD of its
+  // event before it in program order (engine::Topology::synced_record, the engine's rule); -1: none.
+  int32_t record = -1;
   std::vector<int> tags;          // BATCH: one MPI tag per op
   std::vector<CollPhase> phases;  // UNSHARD / REDUCE_GRAD, in order
 };

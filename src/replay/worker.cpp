@@ -186,7 +186,9 @@ PolicyOutcome run_policy(const PipelineConfig& cfg, const ReplayOptions& opts, R
   MPI_Comm_free(&repl_comm);
   if (me == 0) {
     out.run = median_step_run(set, policy, steps, runs, model);
-    if (!opts.trace_dir.empty()) write_traces(opts.trace_dir, policy, set, steps, runs);
+    if (!opts.trace_dir.empty())
+      write_traces(policy_trace_dir(opts.trace_dir, policy, std::max<size_t>(1, opts.policies.size())), policy, set, steps,
+                   runs);
   }
   return out;
 }

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "ppstream/sim/memory.h"
@@ -22,6 +25,54 @@ std::vector<double> stage_list(const YAML::Node& node, const std::string& key, i
   std::vector<double> out;
   for (const auto& v : node) out.push_back(yaml::number(kSection, key, v, 0.0));
   return out;
+}
+
+// One cost key feeding a figure and the part of the figure it makes (its term).
+struct Term {
+  const char* key;   // "collective_alpha_ms"
+  double value;      // the key's value
+  double part;       // the figure's term the key enters (with the figure's other factors)
+};
+
+// Throws CostOverflow when `figure` (ms) is not finite: the keys whose own term is not finite,
+// or, when every term is finite and only their sum overflows, all of them. Else records the
+// figure in `largest` when it is the largest so far, with the key of its largest term.
+void check_figure(double figure, const std::string& what, const std::vector<Term>& terms, LargestFigure& largest) {
+  if (std::isfinite(figure)) {
+    if (figure > largest.ms && !terms.empty()) {
+      const Term& top = *std::max_element(terms.begin(), terms.end(),
+                                          [](const Term& a, const Term& b) { return a.part < b.part; });
+      largest = {what, figure, fmt::format("{}.{}", kSection, top.key), top.value};
+    }
+    return;
+  }
+  std::vector<const Term*> culprits;
+  for (const Term& t : terms)
+    if (!std::isfinite(t.part)) culprits.push_back(&t);
+  if (culprits.empty())
+    for (const Term& t : terms)
+      if (t.value != 0) culprits.push_back(&t);
+  std::vector<std::string> keys, named;
+  for (const Term* t : culprits) {
+    const std::string key = fmt::format("{}.{}", kSection, t->key);
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;  // one key in several terms
+    keys.push_back(key);
+    named.push_back(fmt::format("{} = {}", key, t->value));
+  }
+  throw CostOverflow(fmt::format("simulate: {} is {} ms: {} make{} it overflow a double; expected cost values whose "
+                                 "times stay finite (docs/simulate.md)",
+                                 what, figure, fmt::join(named, ", "), named.size() == 1 ? "s" : ""),
+                     std::move(keys));
+}
+
+// The terms of a ring collective's time: (n-1)·alpha and (n-1)/n · bytes / bandwidth, ×`k`.
+std::vector<Term> ring_terms(int32_t n, double k, double layers, const char* bytes_key, double bytes_per_layer,
+                             double divisor, const char* bw_key, double bw, double alpha) {
+  if (n <= 1) return {};
+  const double steps = k * (n - 1), bytes = layers * bytes_per_layer / divisor;
+  const double xfer = k * static_cast<double>(n - 1) / n * transfer_ms(bytes, bw);
+  return {{"collective_alpha_ms", alpha, steps * alpha}, {bytes_key, bytes_per_layer, std::isfinite(bytes) ? xfer : bytes},
+          {bw_key, bw, xfer}};
 }
 
 }  // namespace
@@ -112,7 +163,14 @@ SimCostModel::SimCostModel(const ProgramSet& set, const PipelineConfig& cfg, Cos
     reduce_ms_.push_back(rs + ar);
     unshard_ms_.push_back(ring_all_gather_ms(w.shard, layers * cost_.param_bytes_per_layer, cost_.collective_alpha_ms,
                                              cost_.shard_bandwidth_gb_per_s));
+    check_stage(s, layers);
   }
+  const double xfer = transfer_ms(cost_.activation_bytes, cost_.p2p_bandwidth_gb_per_s);
+  check_figure(cost_.p2p_latency_ms + xfer, "a one-op P2P batch's time",
+               {{"p2p_latency_ms", cost_.p2p_latency_ms, cost_.p2p_latency_ms},
+                {"activation_bytes", cost_.activation_bytes, xfer},
+                {"p2p_bandwidth_gb_per_s", cost_.p2p_bandwidth_gb_per_s, xfer}},
+               largest_);
   // BATCH times per instruction, read once in program order: the engine asks for them in time
   // order across ranks, where each Instr's op list is a cache miss on a large set.
   batch_ms_.resize(set.programs.size());
@@ -134,6 +192,38 @@ SimCostModel::SimCostModel(const ProgramSet& set, const PipelineConfig& cfg, Cos
             straggler_.slowest_outside_ms(r, CollectiveKind::UNSHARD, Stage{s});
       }
   }
+}
+
+void SimCostModel::check_stage(int32_t s, double layers) {
+  const auto idx = static_cast<size_t>(s);
+  const World& w = set_->world;
+  const double moe = layers * (cost_.moe_dispatch_ms_per_layer + cost_.moe_combine_ms_per_layer);
+  const std::vector<Term> moe_terms = {{"moe_dispatch_ms_per_layer", cost_.moe_dispatch_ms_per_layer, moe},
+                                       {"moe_combine_ms_per_layer", cost_.moe_combine_ms_per_layer, moe}};
+  auto compute_terms = [&](const char* per_layer, double v, const char* list, const std::vector<double>& l) {
+    std::vector<Term> t = moe_terms;
+    if (l.empty()) t.push_back({per_layer, v, layers * v});
+    else t.push_back({list, l[idx], l[idx]});
+    return t;
+  };
+  check_figure(fwd_ms_[idx], fmt::format("the forward time of stage s{}", s),
+               compute_terms("forward_ms_per_layer", cost_.forward_ms_per_layer, "stage_forward_ms", cost_.stage_forward_ms),
+               largest_);
+  check_figure(bwd_ms_[idx], fmt::format("the backward time of stage s{}", s),
+               compute_terms("backward_ms_per_layer", cost_.backward_ms_per_layer, "stage_backward_ms", cost_.stage_backward_ms),
+               largest_);
+  std::vector<Term> red = ring_terms(w.shard, 1, layers, "grad_bytes_per_layer", cost_.grad_bytes_per_layer, 1,
+                                     "shard_bandwidth_gb_per_s", cost_.shard_bandwidth_gb_per_s, cost_.collective_alpha_ms);
+  for (const Term& t : ring_terms(w.replicate, 2, layers, "grad_bytes_per_layer", cost_.grad_bytes_per_layer,
+                                  std::max(1, w.shard), "replicate_bandwidth_gb_per_s", cost_.replicate_bandwidth_gb_per_s,
+                                  cost_.collective_alpha_ms))
+    red.push_back(t);
+  check_figure(reduce_ms_[idx], fmt::format("REDUCE_GRAD s{}'s time (ring reduce-scatter + all-reduce)", s), red,
+               largest_);
+  check_figure(unshard_ms_[idx], fmt::format("UNSHARD s{}'s time (ring all-gather)", s),
+               ring_terms(w.shard, 1, layers, "param_bytes_per_layer", cost_.param_bytes_per_layer, 1,
+                          "shard_bandwidth_gb_per_s", cost_.shard_bandwidth_gb_per_s, cost_.collective_alpha_ms),
+               largest_);
 }
 
 int32_t SimCostModel::global_rank(const Program& p) const {

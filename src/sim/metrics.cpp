@@ -61,9 +61,9 @@ struct Lookups {
     const int32_t x = prev_on_stream[static_cast<size_t>(topo.global(static_cast<int32_t>(p), static_cast<int32_t>(k)))];
     return x < 0 ? std::nullopt : std::optional<size_t>(static_cast<size_t>(x));
   }
-  // The first RECORD of the event a WAIT (at index k of program p) waits for.
+  // The RECORD a WAIT (at index k of program p) synchronizes with (Topology::synced_record).
   std::optional<size_t> record_of(size_t p, size_t k) const {
-    const int32_t r = topo.event_first_record[static_cast<size_t>(topo.event_slot(static_cast<int32_t>(p), static_cast<int32_t>(k)))];
+    const int32_t r = topo.synced_record(static_cast<int32_t>(p), static_cast<int32_t>(k));
     return r == engine::kNone ? std::nullopt : std::optional<size_t>(static_cast<size_t>(r));
   }
   // The instruction whose completion a RECORD marks: the last non-RECORD/RESHARD before it on

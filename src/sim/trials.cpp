@@ -110,10 +110,13 @@ EngineResult run_trial(const CompiledPlan& plan, SimCostModel& model, PlatformKi
   if (!run.completed)
     throw std::invalid_argument(fmt::format("simulate: {} step did not complete:\n{}", to_string(policy), format_deadlock(s, run)));
   // Each duration is finite (the engine checks), but their sum can still overflow a double.
-  if (!std::isfinite(run.makespan_ms))
-    throw std::invalid_argument(fmt::format("simulate: {} step time is {} ms: the cost section's times add up beyond "
-                                            "a double; expected costs whose step stays finite",
-                                            to_string(policy), run.makespan_ms));
+  if (!std::isfinite(run.makespan_ms)) {
+    const LargestFigure& big = model.largest_figure();
+    throw CostOverflow(fmt::format("simulate: {} step time is {} ms: the cost section's times add up beyond a double "
+                                   "(the largest: {} = {} ms, from {} = {}); expected costs whose step stays finite",
+                                   to_string(policy), run.makespan_ms, big.what, big.ms, big.key, big.value),
+                       big.key.empty() ? std::vector<std::string>{} : std::vector<std::string>{big.key});
+  }
   return run;
 }
 

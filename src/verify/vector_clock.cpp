@@ -13,7 +13,7 @@ RankClocks::RankClocks(const engine::Topology& t, int32_t prog) {
   stream_.resize(instrs.size());
   own_.resize(instrs.size());
   std::vector<int32_t> cur(n_ * n_, 0);         // [stream * n_ + stream]
-  std::vector<int32_t> event_clock(events * n_, 0);
+  std::vector<int32_t> event_clock(events * n_, 0);  // each event's clock at its latest RECORD so far
   std::vector<char> recorded(events, 0);
   for (size_t i = 0; i < instrs.size(); ++i) {
     const int32_t g = t.global(prog, static_cast<int32_t>(i));
@@ -30,7 +30,9 @@ RankClocks::RankClocks(const engine::Topology& t, int32_t prog) {
     stream_[i] = static_cast<uint16_t>(s);
     own_[i] = c[s];
     std::copy(c, c + n_, &clock_[i * n_]);
-    if (in.op == OpKind::RECORD && !recorded[ev]) {
+    // A WAIT synchronizes with the most recent RECORD before it in program order (CUDA/ACL: a
+    // record overwrites the event's state; Topology::wait_record): every RECORD replaces the clock.
+    if (in.op == OpKind::RECORD) {
       recorded[ev] = 1;
       std::copy(c, c + n_, &event_clock[ev * n_]);
     }

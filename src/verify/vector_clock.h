@@ -1,7 +1,7 @@
 // RankClocks: happens-before inside one rank (docs/semantics.md "Buffers and happens-before")
 // as vector clocks over the rank's streams, computed in program order: each instruction ticks
-// its stream, RECORD stores the stream's clock in the event, WAIT joins the event's clock
-// into its stream. O(instructions × streams) time and memory per rank.
+// its stream, RECORD stores the stream's clock in the event (replacing an earlier record's), WAIT
+// joins the clock of the event's most recent RECORD before it into its stream. O(instructions × streams) time and memory per rank.
 #pragma once
 
 #include <cstdint>

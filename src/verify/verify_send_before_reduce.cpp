@@ -40,7 +40,7 @@ void check_send_before_reduce(const engine::Topology& t, Report& rep) {
       if (in.stream != kCompute) continue;
       bool reduction_wait = in.op == OpKind::REDUCE_GRAD;
       if (in.op == OpKind::WAIT) {
-        const int32_t rec = t.event_first_record[t.event_slot(p, i)];
+        const int32_t rec = t.synced_record(p, i);
         reduction_wait = rec != kNone && instrs[rec].stream == kReduce;
       }
       if (!reduction_wait) continue;

@@ -43,7 +43,7 @@ struct P2PWait {
   Rank rank;
   std::string stream;
   std::string name;
-  double start_ms = 0;  // relative to the set's time origin
+  double start_ms = 0;  // position: on the set's common base (AnalysisResult::clock_base), ms after its origin
   double wait_ms = 0;   // the whole slice when no send is paired (paired == false)
   double transfer_ms = 0;
   bool paired = true;
@@ -78,6 +78,10 @@ struct RankMetrics : RankFigures {
   // Reductions = collectives whose op is all-reduce, reduce-scatter or reduce (is_reduction,
   // timeline.h: REDUCE_GRAD, hcom_allReduce, ncclKernel_ReduceScatter…; never UNSHARD / all-gather).
   double reduce_unoverlapped_ms = 0; // reduce_comm_ms − reduce_overlap_ms (HTA-style "exposed")
+  // The window's stream waits by the rule that attributed each to its releaser (WaitRule):
+  int64_t waits_by_record = 0;  // the awaited event's cudaEventRecord (wait_on_cuda_event_record_corr_id)
+  int64_t waits_by_stream = 0;  // the stream it was recorded on (wait_on_stream)
+  int64_t waits_by_timing = 0;  // neither in the trace: the slice on another stream ending with it
   std::vector<StreamMetrics> streams;
   std::vector<OverlapMetrics> overlap;  // "all", "collective", "p2p", then per group
 };
@@ -102,14 +106,17 @@ struct ChainLink {
   std::string stream;
   std::string what;     // the slice's name
   std::string reason;   // one sentence
-  double at_ms = 0;     // when (aligned, relative to the set's origin)
+  double at_ms = 0;     // when: the slice's start on the set's common base (AnalysisResult::clock_base)
   double delay_ms = 0;  // wait or lateness this link accounts for
+  // Set on the link a stream wait was attributed to (the slice that released it): which rule
+  // found it (WaitRule: the event's record, its recorded stream, or timing).
+  std::optional<WaitRule> attributed_by{};
 };
 struct WaitChain {
   Rank rank;
   std::string stream;
   double wait_ms = 0;
-  double at_ms = 0;
+  double at_ms = 0;  // the wait's start on the set's common base
   std::vector<ChainLink> links;  // first: the wait itself; then cause after cause
 };
 
@@ -164,6 +171,10 @@ struct AnalysisResult {
   std::vector<CommOpRecord> comm_ops;
   std::vector<std::string> producer_metrics;  // our traces' own metric objects, verbatim
   std::vector<std::string> notes;             // reading assumptions (e.g. rank not in the file)
+  // How every position (P2PWait::start_ms, WaitChain / ChainLink at_ms) was put on one base:
+  // "global" (one clock), "base_time" (producers' base times), "p2p" (aligned by P2P pairs),
+  // "own_start" (each rank's positions relative to its own first device slice).
+  std::string clock_base = "global";
   std::string to_json() const;
   std::string to_text() const;
 };

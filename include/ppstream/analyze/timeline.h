@@ -63,26 +63,30 @@ struct P2PPart {
   std::optional<P2POp> op;  // the op as written in our traces' BATCH text (mb, stage); else absent
 };
 
-// One interval on one stream of one rank.
+// One interval on one stream of one rank. Fields are ordered by size so that a slice stays
+// 104 bytes (docs/analyze.md "Memory bound").
 struct Slice {
   int64_t start_ns = 0;
   int64_t dur_ns = 0;
   uint32_t stream = 0;  // index into RankTimeline::streams
-  SliceKind kind = SliceKind::COMPUTE;
-  CollectiveOp op = CollectiveOp::OTHER;  // COLLECTIVE and P2P slices: what they do, when known
   uint32_t name = 0;    // interned: our format's canonical instruction text, or the kernel name
   uint32_t group = 0;   // interned communication group ("" when none or unknown)
   uint32_t event = 0;   // interned event a STREAM_WAIT waits for ("" when unknown)
+  // Index into RankTimeline::steps of the step this slice belongs to (docs/analyze.md "Steps"):
+  // the step whose ProfilerStep range holds its launch, else whose marker started last at or
+  // before its start; absent when none (before the first marker, launched before profiling).
+  std::optional<uint32_t> step;
+  // STREAM_WAIT slices whose trace says which stream the awaited event was recorded on
+  // (Kineto "Stream Wait Event" args.wait_on_stream >= 0): index into RankTimeline::wait_sources.
+  std::optional<uint32_t> wait_source;
   uint64_t bytes = 0;   // payload bytes of communication, 0 when unknown
   std::vector<P2PPart> p2p;  // P2P only; empty when the trace does not say (e.g. NCCL SendRecv)
   // Kineto device work carrying args.correlation: the ts of its cuda_runtime launch, or
   // launch_unseen when the launch is not in the trace (launched before profiling began).
   std::optional<int64_t> launch_ns;
+  SliceKind kind = SliceKind::COMPUTE;
+  CollectiveOp op = CollectiveOp::OTHER;  // COLLECTIVE and P2P slices: what they do, when known
   bool launch_unseen = false;
-  // Index into RankTimeline::steps of the step this slice belongs to (docs/analyze.md "Steps"):
-  // the step whose ProfilerStep range holds its launch, else whose marker started last at or
-  // before its start; absent when none (before the first marker, launched before profiling).
-  std::optional<uint32_t> step;
   // Bounds (docs/analyze.md): readers reject |ts| > kMaxAbsTsNs and drop durations outside
   // [0, kMaxDurNs], so start, end and any difference of two of them fit in int64.
   int64_t end_ns() const { return start_ns + dur_ns; }
@@ -100,6 +104,24 @@ struct StreamInfo {
   int64_t id = 0;    // the producer's id (tid / stream number)
 };
 
+// What a trace says about the event a stream wait waits for (Kineto PR #808: "Stream Wait Event"
+// carries wait_on_stream and wait_on_cuda_event_record_corr_id). The wait is released by the last
+// device slice launched on `stream` before the cudaEventRecord call (HTA's rule, HTA PR #121), or,
+// when the record call is not in the trace, by the last slice of `stream` ending at the wait's end.
+struct WaitSource {
+  uint32_t stream = 0;                 // index into RankTimeline::streams: where the event was recorded
+  std::optional<int64_t> record_corr;  // wait_on_cuda_event_record_corr_id when > 0
+  std::optional<int64_t> record_ns;    // ts of that cudaEventRecord call, when it is in the trace
+};
+
+// Which rule attributed a stream wait to the slice that released it (docs/analyze.md).
+enum class WaitRule : uint8_t {
+  RECORD,  // the record call's correlation: the last slice launched on the recorded stream before it
+  STREAM,  // wait_on_stream only: the last slice of the recorded stream ending at the wait's end
+  TIMING,  // the trace says neither: the slice on any other stream ending last at the wait's end
+};
+const char* to_string(WaitRule r);  // "record", "stream", "timing"
+
 // One profiler step window on a rank ("ProfilerStep#551", our "step 3").
 struct StepMarker {
   int64_t step = 0;
@@ -115,6 +137,10 @@ struct RankTimeline {
   std::vector<StreamInfo> streams;
   std::vector<Slice> slices;
   std::vector<StepMarker> steps;   // sorted by start
+  std::vector<WaitSource> wait_sources;  // Slice::wait_source indexes it
+  // The producer's base time: ns since the Unix epoch of ts 0 (Kineto baseTimeNanoseconds), when
+  // the trace gives it; ranks that all have one are put on one clock by it (docs/analyze.md "Positions").
+  std::optional<int64_t> base_ns;
   uint32_t stream_index(std::string_view name, int64_t id);  // finds or adds
 };
 

@@ -38,7 +38,7 @@ struct ReplayOptions {
   std::vector<ReducePolicy> policies;  // empty: the config's reduce_grad
   int32_t steps = 1;                   // measured steps per policy (metrics: the median step)
   double timeout_s = 120;              // per policy run; a hang past it names every unfinished rank
-  std::string trace_dir;               // "" = none; else DIR/replay.POLICY.rankN.json
+  std::string trace_dir;               // "" = none; else policy_trace_dir(…)/replay.POLICY.rankN.json
   bool json = false;
   int64_t max_buffer_bytes = 65536;    // cap on every P2P / collective buffer (scale documented)
   CommTime comm_time = CommTime::MODEL;
@@ -67,6 +67,12 @@ int run_worker(const PipelineConfig& cfg, const ReplayOptions& opts);
 // root, --oversubscribe, the MCA settings of docs/replay.md) and waits; kills the launched
 // process group past opts.timeout_s + grace. Returns the exit code to use.
 int launch(const std::vector<std::string>& argv, int32_t np, const std::string& hostfile, double timeout_s);
+
+// Where policy `policy`'s traces go under `trace_dir` when `policies` policies run: trace_dir
+// itself for one, trace_dir/POLICY (DIR/inline, DIR/async) for several, so that `ppstream diff
+// DIR/inline DIR/async` compares them. Creates the directory and its parents, like `train --out`;
+// throws std::invalid_argument naming the path when it cannot (e.g. a file is in the way).
+std::string policy_trace_dir(const std::string& trace_dir, ReducePolicy policy, size_t policies);
 
 // True inside an mpirun (OMPI_COMM_WORLD_SIZE) or srun (SLURM_PROCID/PMI_RANK) allocation.
 bool under_launcher();

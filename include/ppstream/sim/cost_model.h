@@ -40,6 +40,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -76,9 +77,30 @@ struct CostSpec {
   double host_issue_ms = 0.0;
 };
 
+// A cost figure (a stage's forward, backward, reduction or gather time, a P2P batch time, the
+// step time) that overflows a double although every key is finite: `keys` are the cost keys
+// ("cost.collective_alpha_ms") whose values make it overflow, named in what() with their values.
+// The CLI adds where each key was set (the CONFIG file or --set).
+struct CostOverflow : std::invalid_argument {
+  CostOverflow(const std::string& what, std::vector<std::string> keys_)
+      : std::invalid_argument(what), keys(std::move(keys_)) {}
+  std::vector<std::string> keys;
+};
+
+// The model's largest per-stage or per-batch figure and the cost key of its largest term: what a
+// step-time overflow (a sum of finite figures) is reported with.
+struct LargestFigure {
+  std::string what;  // "the backward time of stage s1"
+  double ms = 0;
+  std::string key;   // "cost.backward_ms_per_layer"
+  double value = 0;  // the key's value
+};
+
 // Parses the `cost:` section text; `num_stages` checks the per-stage lists. Throws ConfigError.
 CostSpec parse_cost_spec(const std::string& yaml_text, int32_t num_stages);
 
+// SimCostModel's constructor throws CostOverflow when one of its per-stage or per-batch figures
+// is not finite.
 // Ring collective times (ms) for n ranks and `bytes` bytes; 0 when n <= 1.
 double ring_reduce_scatter_ms(int32_t n, double bytes, double alpha_ms, double bandwidth_gb_per_s);
 double ring_all_gather_ms(int32_t n, double bytes, double alpha_ms, double bandwidth_gb_per_s);
@@ -104,12 +126,14 @@ class SimCostModel : public CostModel {
   double base_batch_ms(const Instr& i) const;
   double base_collective_ms(const Instr& i) const;
   const CostSpec& spec() const { return cost_; }
+  const LargestFigure& largest_figure() const { return largest_; }
 
  private:
   double extra(const Program& p, const Instr& i) const;
   // The entry of [program index][instr index] table for (p, i) when p is a program of the set
   // and the table has its row, else nullptr.
   const double* row_of(const std::vector<std::vector<double>>& table, const Program& p, const Instr& i) const;
+  void check_stage(int32_t s, double layers);  // CostOverflow naming the keys; updates largest_
   int32_t global_rank(const Program& p) const;
 
   const ProgramSet* set_;
@@ -120,6 +144,7 @@ class SimCostModel : public CostModel {
   std::vector<std::vector<double>> outside_reduce_ms_, outside_unshard_ms_;
   std::vector<std::vector<double>> extra_ms_;
   std::vector<std::vector<double>> batch_ms_;  // base_batch_ms per BATCH of the set (0 elsewhere)
+  LargestFigure largest_;
 };
 
 }  // namespace ppstream::sim

@@ -44,7 +44,8 @@ void configure(CLI::App* cmd, int& exit_code, int argc, char** argv) {
   cmd->add_option("--steps", args->o.steps, "measured steps per policy (metrics: the median step; every step in the traces)")->check(CLI::Range(1, 1000));
   cmd->add_option("--timeout", args->o.timeout_s, "seconds per policy before a hang is reported (names every unfinished rank)")
       ->check(CLI::Range(1.0, 86400.0));
-  cmd->add_option("--trace", args->o.trace_dir, "directory for per-rank traces replay.POLICY.rankN.json")->check(CLI::ExistingDirectory);
+  cmd->add_option("--trace", args->o.trace_dir,
+                  "directory for per-rank traces replay.POLICY.rankN.json (created; with --reduce-grad both: DIR/inline, DIR/async)");
   cmd->add_flag("--json", args->o.json, "print simulate --json's document (measured) with the simulated one beside it");
   cmd->add_option("--np", args->np, "processes (default: the config's world, pp x dp)")->check(CLI::Range(1, 65536));
   cmd->add_option("--hostfile", args->hostfile, "mpirun hostfile: spread the ranks over machines")->check(CLI::ExistingFile);
@@ -73,6 +74,10 @@ void configure(CLI::App* cmd, int& exit_code, int argc, char** argv) {
     // Refuse what the verifier rejects before starting any process.
     for (ReducePolicy p : args->o.policies.empty() ? std::vector<ReducePolicy>{cfg.reduce_grad} : args->o.policies)
       (void)replay::verified_world(cfg, cfg.mode == DPMode::NONE ? ReducePolicy::NONE : p);
+    // Create the trace directories now: a bad path is refused before any process starts.
+    if (!args->o.trace_dir.empty())
+      for (ReducePolicy p : args->o.policies.empty() ? std::vector<ReducePolicy>{cfg.reduce_grad} : args->o.policies)
+        (void)replay::policy_trace_dir(args->o.trace_dir, p, std::max<size_t>(1, args->o.policies.size()));
     const World w = cfg.world(true);
     const int32_t np = args->np > 0 ? args->np : w.pp * w.dp();
     exit_code = replay::launch(all, np, args->hostfile, args->o.timeout_s * static_cast<double>(std::max<size_t>(1, args->o.policies.size())) * args->o.steps);

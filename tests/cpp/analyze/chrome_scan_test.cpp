@@ -65,11 +65,11 @@ TEST(AnalyzeChromeScan, TheSpecDecidesWhatReachesTheMappers) {
   // A mapper parses the top values it reads; errors name the file, byte and key. (Through a
   // mapper: simdjson is used only inside the analyze library, which compiles it with
   // SIMDJSON_THREADS_ENABLED; using its inline code here too would break the one-definition rule.)
-  std::optional<int64_t> rank;
-  read_kineto_top(path, TopValue{"distributedInfo", R"({"rank": 5})", 7}, rank);
-  EXPECT_EQ(rank, 5);
+  KinetoTop top;
+  read_kineto_top(path, TopValue{"distributedInfo", R"({"rank": 5})", 7}, top);
+  EXPECT_EQ(top.rank, 5);
   try {
-    read_kineto_top(path, TopValue{"distributedInfo", R"({"rank" 5})", 42}, rank);
+    read_kineto_top(path, TopValue{"distributedInfo", R"({"rank" 5})", 42}, top);
     ADD_FAILURE() << "no error";
   } catch (const TraceError& e) {
     EXPECT_NE(std::string(e.what()).find(path + ": byte 42: \"distributedInfo\": malformed JSON"), std::string::npos)

@@ -152,6 +152,28 @@ TEST(EngineBasics, EventFiresWhenEarlierWorkOnItsStreamCompletes) {
   EXPECT_DOUBLE_EQ(r.makespan_ms, 3.0);
 }
 
+TEST(EngineBasics, WaitFollowsTheMostRecentRecordBeforeIt) {
+  // e is recorded on compute after two forwards (done at 2 ms), then again on x after one
+  // forward (done at 1 ms). The WAIT comes after both in program order: it synchronizes with
+  // the later RECORD (#4, CUDA/ACL), so `side` starts at 1 ms, not at 2 (the first record).
+  const ProgramSet set = SetBuilder(pp_world(1))
+                             .r(0)
+                             .F(0, 0)           // #0 compute [0, 1)
+                             .F(1, 0)           // #1 compute [1, 2)
+                             .record("e")       // #2 compute, completes at 2
+                             .F(2, 0, "x")      // #3 x [0, 1)
+                             .record("e", "x")  // #4 x, completes at 1
+                             .wait("e", "side")  // #5
+                             .F(3, 0, "side")   // #6 side [1, 2)
+                             .build();
+  FakeCost cost;
+  const EngineResult r = run_engine(set, {PlatformKind::ASCEND_MINDSPORE, &cost});
+  ASSERT_TRUE(r.completed);
+  EXPECT_DOUBLE_EQ(r.timing[0][4].end_ms, 1.0);
+  EXPECT_DOUBLE_EQ(r.timing[0][5].start_ms, 1.0);
+  EXPECT_DOUBLE_EQ(r.timing[0][6].end_ms, 2.0);
+}
+
 // RECV first on both ranks: fine when every op of a batch is posted at once (strict), a
 // cycle when each op is a blocking rendezvous in listed order (cpu-serial).
 ProgramSet recv_first_batches() {

@@ -4,11 +4,14 @@
 // and the GEMM compute mode's sizing.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include <algorithm>
 
 #include "ppstream/config/config.h"
+#include "ppstream/program/streams.h"
 #include "ppstream/lower/lower.h"
 #include "ppstream/replay/replay.h"
 #include "ppstream/verify/verify.h"
@@ -77,6 +80,49 @@ TEST(ReplayContents, GatherIsCheckedPerMember) {
   }
   EXPECT_EQ(check_gathered(out, members, Stage{1}, 0), std::nullopt);
   EXPECT_NE(check_gathered(out, {3, 2}, Stage{1}, 0), std::nullopt);
+}
+
+TEST(ReplayPlan, WaitFollowsTheMostRecentRecordLikeTheEngine) {
+  // An event recorded on two streams, then waited for: the replay's WAIT waits for the second
+  // RECORD (the engine's Topology::synced_record), not the first.
+  const PipelineConfig cfg = small_hsdp();
+  ProgramSet set = verified_world(cfg, ReducePolicy::ASYNC);
+  Program& p = set.programs[0];
+  const auto n = static_cast<int32_t>(p.instrs.size());
+  Instr rec;
+  rec.op = OpKind::RECORD;
+  rec.event = p.intern_event("re_recorded");
+  rec.stream = streams::kCompute;
+  p.instrs.push_back(rec);  // #n
+  rec.stream = p.intern_stream("side");
+  p.instrs.push_back(rec);  // #n+1
+  Instr wait = rec;
+  wait.op = OpKind::WAIT;
+  wait.stream = p.intern_stream("other");
+  p.instrs.push_back(wait);  // #n+2
+  const sim::CostSpec cost = sim::parse_cost_spec(cfg.extra_sections.at("cost"), cfg.num_stages());
+  const RankPlan plan = make_plan(set, 0, cfg, cost, 1 << 20);
+  EXPECT_EQ(plan.instrs.at(static_cast<size_t>(n + 2)).record, n + 1);
+}
+
+TEST(ReplayTraceDir, CreatedAndOneSubdirectoryPerPolicyWhenSeveralRun) {
+  const std::filesystem::path root = std::filesystem::path(::testing::TempDir()) / "ppstream_trace_dir_test";
+  std::filesystem::remove_all(root);
+  const std::string dir = (root / "new" / "traces").string();  // missing, parents too
+  EXPECT_EQ(policy_trace_dir(dir, ReducePolicy::ASYNC, 1), dir);
+  EXPECT_TRUE(std::filesystem::is_directory(dir));
+  EXPECT_EQ(policy_trace_dir(dir, ReducePolicy::INLINE, 2), dir + "/inline");
+  EXPECT_EQ(policy_trace_dir(dir, ReducePolicy::ASYNC, 2), dir + "/async");
+  EXPECT_TRUE(std::filesystem::is_directory(dir + "/async"));
+  std::ofstream(root / "file") << "x";
+  try {
+    policy_trace_dir((root / "file").string(), ReducePolicy::ASYNC, 1);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot create directory " + (root / "file").string()), std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove_all(root);
 }
 
 TEST(ReplayPlan, TagsPairLikeTheEngineAndCollectivesAgreePerGroup) {

@@ -42,10 +42,28 @@ std::string error_of(const PipelineConfig& cfg, const SimOptions& o) {
 TEST(ReviewSimLimits, OverflowingStepTimeIsAnError) {
   SimOptions o;
   EXPECT_EQ(error_of(huge_costs(), o),
-            "simulate: inline step time is inf ms: the cost section's times add up beyond a double; expected costs "
-            "whose step stays finite");
+            "simulate: inline step time is inf ms: the cost section's times add up beyond a double (the largest: the "
+            "backward time of stage s0 = 1e+308 ms, from cost.backward_ms_per_layer = 1e+308); expected costs whose "
+            "step stays finite");
   o.svg_path = ::testing::TempDir() + "/review_huge.svg";  // was an endless loop
   EXPECT_NE(error_of(huge_costs(), o).find("step time is inf ms"), std::string::npos);
+}
+
+TEST(ReviewSimLimits, OverflowingCostNamesItsKey) {
+  // Issue 20: collective_alpha_ms 1e308 makes a collective inf ms; the error named only
+  // "collective_ms of r0 #0 ... is inf ms". Shard 1, replicate 2: REDUCE_GRAD s0 is the all-reduce
+  // over 2 replicas, 2·(2-1)·1e308 ms = inf (the per-layer compute times stay finite).
+  PipelineConfig cfg = huge_costs();
+  apply_override(cfg, "cost.collective_alpha_ms", "1.0e308");
+  try {
+    simulate(cfg, SimOptions{});
+    ADD_FAILURE() << "no error";
+  } catch (const CostOverflow& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "simulate: REDUCE_GRAD s0's time (ring reduce-scatter + all-reduce) is inf ms: cost.collective_alpha_ms = "
+              "1e+308 makes it overflow a double; expected cost values whose times stay finite (docs/simulate.md)");
+    EXPECT_EQ(e.keys, std::vector<std::string>{"cost.collective_alpha_ms"});
+  }
 }
 
 TEST(ReviewSimLimits, SvgRefusesANonFiniteSpan) {

@@ -43,15 +43,8 @@ std::string dump(const std::vector<Violation>& v) {
 const VerifyOptions kBoth{{PlatformKind::STRICT, PlatformKind::CPU_SERIAL}, ""};
 
 // One microbatch through two stages (mode none), each buffer ordered by RECORD/WAIT.
-SetBuilder two_stage(bool wait_fwd_out = true, bool swap_r0_batches = false) {
-  SetBuilder b(world(2));
-  b.r(0).F(0, 0).record("fwd_out[mb0,s0]");
-  if (wait_fwd_out) b.wait("fwd_out[mb0,s0]", "p2p");
-  if (swap_r0_batches)
-    b.batch({recv_b(0, 0, 1)}).batch({send_f(0, 0, 1)});
-  else
-    b.batch({send_f(0, 0, 1)}).batch({recv_b(0, 0, 1)});
-  b.record("recv_B[mb0,s0]", "p2p").wait("recv_B[mb0,s0]").B(0, 0);
+// Rank 1 of the two-stage sets: receive, forward, backward, send the input grad.
+void two_stage_r1(SetBuilder& b) {
   b.r(1)
       .batch({recv_f(0, 1, 0)})
       .record("recv_F[mb0,s1]", "p2p")
@@ -61,6 +54,18 @@ SetBuilder two_stage(bool wait_fwd_out = true, bool swap_r0_batches = false) {
       .record("bwd_out[mb0,s1]")
       .wait("bwd_out[mb0,s1]", "p2p")
       .batch({send_b(0, 1, 0)});
+}
+
+SetBuilder two_stage(bool wait_fwd_out = true, bool swap_r0_batches = false) {
+  SetBuilder b(world(2));
+  b.r(0).F(0, 0).record("fwd_out[mb0,s0]");
+  if (wait_fwd_out) b.wait("fwd_out[mb0,s0]", "p2p");
+  if (swap_r0_batches)
+    b.batch({recv_b(0, 0, 1)}).batch({send_f(0, 0, 1)});
+  else
+    b.batch({send_f(0, 0, 1)}).batch({recv_b(0, 0, 1)});
+  b.record("recv_B[mb0,s0]", "p2p").wait("recv_B[mb0,s0]").B(0, 0);
+  two_stage_r1(b);
   return b;
 }
 
@@ -261,6 +266,34 @@ TEST(VerifyEvent, EventRecordedTwice) {
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].index, 3);
   EXPECT_EQ(v[0].message, "RECORD e records e a second time on r0 (first: RECORD e (#1 compute))");
+}
+
+// torch/cutorch PR #222: an event recorded on two streams; the WAIT sees only the latest record.
+SetBuilder re_recorded(bool forward_record_last) {
+  SetBuilder b(world(2));
+  b.r(0).F(0, 0);
+  if (forward_record_last) b.record("fwd_out[mb0,s0]", "x").record("fwd_out[mb0,s0]");
+  else b.record("fwd_out[mb0,s0]").record("fwd_out[mb0,s0]", "x");
+  b.wait("fwd_out[mb0,s0]", "p2p").batch({send_f(0, 0, 1)}).batch({recv_b(0, 0, 1)});
+  b.record("recv_B[mb0,s0]", "p2p").wait("recv_B[mb0,s0]").B(0, 0);
+  two_stage_r1(b);
+  return b;
+}
+
+TEST(VerifyEvent, ReRecordedEventOrdersByTheLatestRecord) {
+  // Recorded after F on compute, then on x (nothing before it there): the send's WAIT follows
+  // the record on x, so F mb0 s0 does not happen-before the send: the real race.
+  auto v = verify(re_recorded(/*forward_record_last=*/false).build(), kBoth);
+  EXPECT_EQ(rules(v), (std::set<std::string>{"event", "happens-before"})) << dump(v);
+  bool race = false;
+  for (const auto& x : v)
+    race |= x.message == "activation: F mb0 s0 (#0 compute) does not happen-before BATCH{SEND_F mb0 s0 ->r1}: no "
+                         "RECORD/WAIT chain leads from compute to p2p between them";
+  EXPECT_TRUE(race) << dump(v);
+  // Recorded on x first, then after F on compute: the WAIT follows the compute record, so the
+  // send is ordered after F (no race); only the second record is reported.
+  v = verify(re_recorded(/*forward_record_last=*/true).build(), kBoth);
+  EXPECT_EQ(rules(v), (std::set<std::string>{"event"})) << dump(v);
 }
 
 TEST(VerifyHappensBefore, SendNotOrderedAfterTheForward) {

@@ -177,8 +177,10 @@ def test_config_runs_checked_in_program_order(tmp_path, name):
             assert mr["compute_ms"] >= sr["compute_ms"] * (1 - 1e-9) - 1e-6, (policy, mr["rank"])
         progs = programs(cfg, policy)
         assert doc["replay"]["checks"][policy] == expected_checks(progs, steps)
-        check_streams_in_program_order(tmp_path, policy, progs, steps)
-        check_p2p_pairs(tmp_path, policy, progs)
+        # With two policies each writes its own subdirectory (docs/replay.md).
+        traces = tmp_path / policy if len(sim["policies"]) > 1 else tmp_path
+        check_streams_in_program_order(traces, policy, progs, steps)
+        check_p2p_pairs(traces, policy, progs)
 
 
 def test_steps_are_marked_and_analyzed_per_step(tmp_path):
@@ -198,6 +200,26 @@ def test_steps_are_marked_and_analyzed_per_step(tmp_path):
         assert len(s["ranks"]) == 4
     one = json.loads(cli("analyze", *traces, "--json", "--step", "2"))
     assert one["total"]["step_time_ms"] == pytest.approx(measured[2], abs=1e-3)
+
+
+def test_trace_dir_is_created_with_one_subdirectory_per_policy(tmp_path):
+    """Issue 20: `--trace DIR` with a DIR that does not exist yet was refused, and both policies'
+    traces landed in one directory that `ppstream diff` cannot take apart. Now DIR is created,
+    each policy writes DIR/POLICY, and `ppstream diff DIR/inline DIR/async` works as written."""
+    cfg = write(tmp_path, config_text(**CONFIGS["1f1b-fsdp-straggler"]))
+    out = tmp_path / "new" / "traces"  # missing, parents too
+    res = run([cfg, "--reduce-grad", "both", "--trace", str(out), "--timeout", "60"])
+    assert res.returncode == 0, res.stderr[-3000:]
+    for policy in ("inline", "async"):
+        assert sorted(os.listdir(out / policy)) == [f"replay.{policy}.rank{r}.json" for r in range(4)]
+    diff = json.loads(cli("diff", str(out / "inline"), str(out / "async"), "--json"))
+    assert diff["baseline_sources"] == [str(out / "inline" / f"replay.inline.rank{r}.json") for r in range(4)]
+    assert diff["optimized_sources"] == [str(out / "async" / f"replay.async.rank{r}.json") for r in range(4)]
+    assert any(r["scope"] == "all" and r["metric"] == "step_time_ms" for r in diff["rows"])
+    # A file in the way is refused before any process starts, naming the path.
+    (tmp_path / "file").write_text("x")
+    res = run([cfg, "--trace", str(tmp_path / "file"), "--timeout", "60"])
+    assert res.returncode != 0 and f"cannot create directory {tmp_path / 'file'}" in res.stderr, res.stderr[-3000:]
 
 
 def test_hang_names_every_unfinished_rank(tmp_path):
