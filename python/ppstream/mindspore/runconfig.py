@@ -1,5 +1,9 @@
 """RunConfig: what a training run needs beyond the stream programs (model, data, steps).
 
+``train.model`` / ``train.data`` name the model and data factories (``MODULE:FUNCTION``,
+recipe.py); with the built-in model the ``model:`` section's keys are checked against
+MODEL_DEFAULTS, with the user's model it is passed to the factory as written.
+
 The core keys (PP size, layers, DP mode, …) are validated by the C++ loader
 (``ppstream._core.compile``); here we read only what the runtime needs from the same YAML:
 the ``model:`` and ``train:`` sections and the layer → virtual-stage map.
@@ -8,12 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from typing import Any
 
 import yaml
 
 MODEL_DEFAULTS = {"hidden": 32, "heads": 2, "experts": 2, "top_k": 1, "ffn": 64, "seq_len": 32, "vocab": 256,
                   "dtype": "float32"}
+BUILTIN_MODEL = "ppstream.mindspore.model.moe:build"
 MODEL_DTYPES = ("float32", "float16", "bfloat16")
 CPU_DTYPES = ("float32", "float16")  # MindSpore 2.10's CPU MatMul has no bfloat16 kernel (checked)
 TRAIN_DEFAULTS = {
@@ -24,7 +30,9 @@ TRAIN_DEFAULTS = {
     "betas": [0.9, 0.999],
     "eps": 1.0e-8,
     "seed": 1234,
-    "data": "/usr/share/games/fortunes",
+    "model": "ppstream.mindspore.model.moe:build",  # the model factory, MODULE:FUNCTION (recipe.py)
+    "data": "ppstream.mindspore.data.text:batches",  # the data factory, MODULE:FUNCTION
+    "text": "/usr/share/games/fortunes",  # the built-in text data's corpus: a file or a directory
     "recompute": False,  # True: backward reruns the stage's forward (keeps only stage inputs)
 }
 
@@ -41,6 +49,11 @@ class RunConfig:
     stage_layers: list[tuple[int, int]]  # inclusive layer range of global virtual stage s
     model: dict[str, Any]
     train: dict[str, Any]
+    config_dir: str = ""  # the config file's directory: factories are importable from it
+
+    @property
+    def builtin_model(self) -> bool:
+        return self.train["model"] == BUILTIN_MODEL
 
     @property
     def num_layers(self) -> int:
@@ -56,7 +69,7 @@ class RunConfig:
     @staticmethod
     def from_json(d: dict[str, Any]) -> "RunConfig":
         return RunConfig(d["pp"], d["vpp"], d["micro_batch_num"], [tuple(x) for x in d["stage_layers"]],
-                         d["model"], d["train"])
+                         d["model"], d["train"], d.get("config_dir", ""))
 
 
 def _typed(value: Any, default: Any, where: str) -> Any:
@@ -115,14 +128,21 @@ def load_run_config(path: str, overrides: dict[str, str] | None = None) -> RunCo
         if not isinstance(section, dict):
             raise RunConfigError(f"{path}: {sec}: expected a mapping")
         section[sub] = yaml.safe_load(value) if value != "" else ""
-    model = _section(doc, "model", MODEL_DEFAULTS, path)
     train = _section(doc, "train", TRAIN_DEFAULTS, path)
+    layers = [tuple(x) for x in core["stage_layers"]]
+    cfg_dir = os.path.dirname(os.path.abspath(path))
+    if train["model"] != BUILTIN_MODEL:  # the user's model: its section is the factory's, as written
+        model = doc.get("model") or {}
+        if not isinstance(model, dict):
+            raise RunConfigError(f"{path}: model: expected a mapping (it is passed to {train['model']})")
+        return RunConfig(core["pipeline_parallel_size"], core["pipeline_parallel_interleave_num"],
+                         core["micro_batch_num"], layers, model, train, cfg_dir)
+    model = _section(doc, "model", MODEL_DEFAULTS, path)
     if model["hidden"] % model["heads"]:
         raise RunConfigError(f"{path}: model.hidden={model['hidden']} must be a multiple of model.heads={model['heads']}")
     if model["dtype"] not in MODEL_DTYPES:
         raise RunConfigError(f"{path}: model.dtype={model['dtype']!r}: expected one of {', '.join(MODEL_DTYPES)}")
     if not 1 <= model["top_k"] <= model["experts"]:
         raise RunConfigError(f"{path}: model.top_k={model['top_k']} must be in 1..model.experts={model['experts']}")
-    layers = [tuple(x) for x in core["stage_layers"]]
     return RunConfig(core["pipeline_parallel_size"], core["pipeline_parallel_interleave_num"],
-                     core["micro_batch_num"], layers, model, train)
+                     core["micro_batch_num"], layers, model, train, cfg_dir)

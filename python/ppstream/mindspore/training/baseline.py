@@ -11,32 +11,32 @@ import os
 import time
 
 
-def train_baseline(cfg, dp: int, steps: int, corpus=None) -> tuple[list[float], list[float], dict]:
-    """(loss per step, step ms, final parameters {name: array}); MindSpore must be set up."""
+def train_baseline(cfg, dp: int, steps: int, data=None) -> tuple[list[float], list[float], dict]:
+    """(loss per step, step ms, final parameters {name: array}); MindSpore must be set up.
+    ``data``: the GlobalBatches to read (default: the config's ``train.data`` for ``dp`` ranks)."""
     import mindspore as ms
 
-    from ppstream.mindspore.data.text import TextData, load_corpus
+    from ppstream.mindspore.model.stage_cell import StageCell
     from ppstream.mindspore.parallel.groups import Group
+    from ppstream.mindspore.recipe import build_parts, open_data, to_tensor
     from ppstream.mindspore.training.hsdp import HsdpState
-    from ppstream.mindspore.model.moe import StageCell, one_hot
     from ppstream.mindspore.training.stage import PipelineStage
 
-    m, t = cfg.model, cfg.train
     n_mb = cfg.micro_batch_num
-    cell = StageCell(m, t["seed"], (0, cfg.num_layers - 1), cfg.num_layers, True, True, 1.0 / (n_mb * dp))
+    parts = build_parts(cfg)
+    cell = StageCell(parts, (0, cfg.num_layers - 1), True, True, 1.0 / (n_mb * dp))
     stage = PipelineStage(0, cell)
     solo = Group("solo", (0,), 0)
-    state = HsdpState(stage, solo, solo, sharded=False, reduced=False, train_cfg=t)
-    data = TextData(load_corpus(t["data"]) if corpus is None else corpus, m["seq_len"], t["micro_batch_size"], n_mb,
-                    dp, t["seed"])
+    state = HsdpState(stage, solo, solo, sharded=False, reduced=False, train_cfg=cfg.train)
+    data = open_data(cfg, dp) if data is None else data
     losses, step_ms = [], []
     for step in range(steps):
         t0 = time.perf_counter()
         total: ms.Tensor | None = None
         for d in range(dp):
             for j in range(n_mb):
-                tok, lab = data.microbatch(step, d, j)
-                loss = stage.forward(j, one_hot(tok, m["vocab"]), one_hot(lab, m["vocab"]))
+                x, y = data.microbatch(step, d, j)
+                loss = stage.forward(j, to_tensor(x), to_tensor(y))
                 total = loss if total is None else total + loss
                 stage.backward(j, None)
         state.opt_step()
@@ -47,12 +47,9 @@ def train_baseline(cfg, dp: int, steps: int, corpus=None) -> tuple[list[float], 
 
 def run_baseline(cfg, dp: int, steps: int, out_dir: str) -> dict:
     import numpy as np
-    import mindspore as ms
 
-    ms.set_device("CPU")
-    ms.set_context(mode=ms.PYNATIVE_MODE)
-    from ppstream.mindspore.launch.worker import cpu_settings
-    cpu_settings()
+    from ppstream.mindspore.launch.worker import setup_mindspore_cpu
+    setup_mindspore_cpu()
     losses, step_ms, params = train_baseline(cfg, dp, steps)
     for step, (loss, ms_) in enumerate(zip(losses, step_ms)):
         print(f"[baseline] step {step} loss {loss:.6f} ({ms_:.0f} ms)", flush=True)

@@ -1,5 +1,9 @@
 """RankRuntime: one rank's stages, HSDP states, data and executor, built from the run config.
 
+The model comes from the ``train.model`` factory (every rank builds all ModelParts and keeps
+its virtual stages' parts), the data from ``train.data`` (recipe.py); the stage-boundary
+buffers' shape and dtype from running ``first`` on the rank's first microbatch.
+
 Shared by the msrun worker (one rank per process) and the in-process tests (every rank of a
 ``FakeWorld`` in one process): given the run config, the rank's topology, its program and a
 platform, it builds the rank and runs steps. Knows nothing about processes or files.
@@ -9,12 +13,13 @@ from __future__ import annotations
 import mindspore as ms
 
 from ppstream.mindspore.parallel.commplan import CommPlan
-from ppstream.mindspore.data.text import TextData, load_corpus
 from ppstream.mindspore.training.executor import ActivationSpec, Executor, Progress
 from ppstream.mindspore.parallel.groups import Topology
 from ppstream.mindspore.training.hsdp import HsdpState
-from ppstream.mindspore.model.moe import StageCell, activation_spec, one_hot
+from ppstream.mindspore.model.protocol import boundary_of
+from ppstream.mindspore.model.stage_cell import StageCell
 from ppstream.mindspore.platforms.base import Platform
+from ppstream.mindspore.recipe import build_parts, open_data, to_tensor
 from ppstream.mindspore.runconfig import RunConfig
 from ppstream.mindspore.training.stage import PipelineStage
 from ppstream.mindspore.training.trace import HostTrace
@@ -23,25 +28,25 @@ from ppstream.mindspore.training.trace import HostTrace
 class RankRuntime:
 
     def __init__(self, cfg: RunConfig, topo: Topology, program: dict, mode: str, platform: Platform,
-                 progress: Progress | None = None, corpus=None):
+                 progress: Progress | None = None, data=None):
+        """``data``: the GlobalBatches to read (default: the config's ``train.data``)."""
         self.cfg, self.topo, self.platform = cfg, topo, platform
-        m, t = cfg.model, cfg.train
         platform.setup(CommPlan(topo, program))
-        self.stages, self.states = self._build_stages(mode)
-        self.data = TextData(load_corpus(t["data"]) if corpus is None else corpus, m["seq_len"],
-                             t["micro_batch_size"], cfg.micro_batch_num, topo.dp, t["seed"])
+        parts = build_parts(cfg)
+        self.data = open_data(cfg, topo.dp) if data is None else data
+        x0, _y0 = self.data.microbatch(0, topo.dp_index, 0)
+        bound = boundary_of(parts, to_tensor(x0), f"train.model={cfg.train['model']!r}")
+        self.stages, self.states = self._build_stages(mode, parts)
         self.trace = HostTrace(topo.rank, topo.pp_rank)
-        shape, dtype = activation_spec(m, t["micro_batch_size"])
         self.executor = Executor(program, cfg.num_stages, self.stages, self.states, platform,
-                                 ActivationSpec(shape, dtype), self.trace, progress or Progress(None))
+                                 ActivationSpec(bound.shape, bound.dtype), self.trace, progress or Progress(None))
 
-    def _build_stages(self, mode: str) -> tuple[dict[int, PipelineStage], dict[int, HsdpState]]:
+    def _build_stages(self, mode: str, parts) -> tuple[dict[int, PipelineStage], dict[int, HsdpState]]:
         cfg, topo = self.cfg, self.topo
         shard_g, rep_g = topo.shard_group(), topo.replicate_group()
         stages, states = {}, {}
         for s in topo.local_stages():
-            cell = StageCell(cfg.model, cfg.train["seed"], cfg.stage_layers[s], cfg.num_layers, s == 0,
-                             s == cfg.num_stages - 1, 1.0 / cfg.micro_batch_num)
+            cell = StageCell(parts, cfg.stage_layers[s], s == 0, s == cfg.num_stages - 1, 1.0 / cfg.micro_batch_num)
             stages[s] = PipelineStage(s, cell, recompute=cfg.train["recompute"])
             states[s] = HsdpState(stages[s], shard_g, rep_g, sharded=(mode != "none" and topo.shard > 1),
                                   reduced=(mode != "none"), train_cfg=cfg.train)
@@ -53,13 +58,12 @@ class RankRuntime:
 
     def run_step(self, step: int) -> float | None:
         """One step; the sum of this rank's scaled last-stage losses (None without the last stage)."""
-        vocab = self.cfg.model["vocab"]
         cache: dict[int, tuple[ms.Tensor, ms.Tensor]] = {}
 
         def batch(mb: int):
             if mb not in cache:
-                tok, lab = self.data.microbatch(step, self.topo.dp_index, mb)
-                cache[mb] = (one_hot(tok, vocab), one_hot(lab, vocab))
+                x, y = self.data.microbatch(step, self.topo.dp_index, mb)
+                cache[mb] = (to_tensor(x), to_tensor(y))
             return cache[mb]
 
         return self.executor.run_step(step, batch)
