@@ -14,8 +14,7 @@ from ppstream.mindspore import Pipeline  # noqa: E402
 import regressor  # noqa: E402
 
 pipe = Pipeline(os.path.join(HERE, "pp2-vpp2-hsdp.yaml"))
-data = regressor.batches({**pipe.cfg.train, "global_batch_size": pipe.global_batch_size,
-                          "model": {"inputs": 8, "outputs": 2}})
+data = regressor.batches(pipe.train_cfg)  # any iterable of (x, y) with pipe.global_batch_size rows
 for step in range(3):
     print(f"step {step}: loss {pipe.step(next(data)):.6f}")
 print(f"{len(pipe.parameters())} parameter tensors")

@@ -8,7 +8,7 @@ config's directory.
 - 8 ranks under msrun (4 runs, 5 steps; each model on both layouts, one in each reduce mode):
   PP2/VPP2 x FSDP 4 and PP2/VPP2 x HSDP 2x2; losses and gathered final parameters equal the
   ``--baseline`` run of the same config (rtol 1e-5); one forward per microbatch per stage.
-- In process (``Pipeline``, 2 steps): async and inline bitwise equal for each model on
+- In process (``Pipeline``, 1 step: loss and the parameters after the optimizer step): async and inline bitwise equal for each model on
   PP2/VPP2 x HSDP 2x2.
 - Refusals, each naming the key: bad module / function / spec, a path given as train.data,
   tied parameters across parts, several boundary tensors, a layer changing the boundary, a batch
@@ -33,8 +33,8 @@ MODELS = {
     "tiny_transformer": {"vocab": 11, "hidden": 16, "heads": 2, "seq_len": 8},
 }
 LAYOUTS = {
-    "fsdp4": dict(pp=2, vpp=2, layers=4, mbs=4, mode="fsdp", shard=4, replicate=1),
-    "hsdp2x2": dict(pp=2, vpp=2, layers=4, mbs=4, mode="hsdp", shard=2, replicate=2),
+    "fsdp4": dict(pp=2, vpp=2, layers=4, mbs=2, mode="fsdp", shard=4, replicate=1),
+    "hsdp2x2": dict(pp=2, vpp=2, layers=4, mbs=2, mode="hsdp", shard=2, replicate=2),
 }
 # (model, layout, reduce_grad) of the 8-rank runs: each model on both layouts, both reduce modes used
 RUNS = [("mlp_classifier", "fsdp4", "async"), ("mlp_classifier", "hsdp2x2", "inline"),
@@ -47,7 +47,7 @@ def user_config(d, model: str, layout: str, reduce_grad: str = "async", train: d
     shutil.copy(os.path.join(HERE, "usermodels", f"{model}.py"), d)
     return write_config(os.path.join(d, f"{model}-{layout}-{reduce_grad}.yaml"), **LAYOUTS[layout],
                         reduce_grad=reduce_grad, model=MODELS[model],
-                        train={"model": f"{model}:build", "data": f"{model}:batches", "lr": 0.01, **(train or {})})
+                        train={"model": f"{model}:build", "data": f"{model}:batches", **(train or {})})
 
 
 @pytest.fixture(scope="module")
@@ -114,13 +114,13 @@ def _pipeline_run(cfg: str, overrides: dict, steps: int):
 @pytest.mark.parametrize("model", list(MODELS))
 def test_pipeline_async_equals_inline_bitwise(tmp_path, model):
     cfg = user_config(str(tmp_path), model, "hsdp2x2")
-    la, pa, fa = _pipeline_run(cfg, {}, 2)
-    li, pi, _fi = _pipeline_run(cfg, {"data_parallel.reduce_grad": "inline"}, 2)
+    la, pa, fa = _pipeline_run(cfg, {}, 1)
+    li, pi, _fi = _pipeline_run(cfg, {"data_parallel.reduce_grad": "inline"}, 1)
     assert la == li
     assert set(pa) == set(pi)
     for k in pa:
         assert np.array_equal(pa[k], pi[k]), k
-    assert fa == {s: 2 * LAYOUTS["hsdp2x2"]["mbs"] for s in range(4)}
+    assert fa == {s: LAYOUTS["hsdp2x2"]["mbs"] for s in range(4)}
 
 
 # -- refusals ----------------------------------------------------------------------------------
@@ -194,8 +194,8 @@ def short_batches(train):
                                    r"cannot take tied or shared parameters"),
     ({"model": "bad_models:pair"}, r"ModelParts\.first returned 2 tensors; .*several boundary tensors are not supported"),
     ({"model": "bad_models:widen"}, r"ModelParts\.layers\[1\] returned \(2, 32\).*every layer must keep the boundary"),
-    ({"data": "bad_models:short_batches"}, r"train\.data=.*batch 0's inputs have 31 rows .* expected the global "
-                                           r"batch, 32 rows"),
+    ({"data": "bad_models:short_batches"}, r"train\.data=.*batch 0's inputs have 15 rows .* expected the global "
+                                           r"batch, 16 rows"),
 ])
 def test_what_the_protocol_cannot_take_is_refused_saying_so(tmp_path, train, match):
     from ppstream.mindspore.launch.worker import setup_mindspore_cpu

@@ -1,8 +1,8 @@
 """Pipeline: the in-process API for users who drive the training loop themselves.
 
     from ppstream.mindspore import Pipeline
-    pipe = Pipeline("examples/mlp/pp2-vpp2-fsdp4.yaml")
-    for x, y in my_batches:          # global batches: dp * micro_batch_num * micro_batch_size rows
+    pipe = Pipeline("examples/own-model/pp2-vpp2-hsdp.yaml")
+    for x, y in my_batches:          # global batches: pipe.global_batch_size rows
         loss = pipe.step((x, y))     # one training step of the whole layout; the mean loss
     params = pipe.parameters()       # {name: numpy array}, gathered
 
@@ -28,7 +28,7 @@ class Pipeline:
         import ppstream
         from ppstream.mindspore.launch.worker import setup_mindspore_cpu
         from ppstream.mindspore.platforms.fake import FakePlatform
-        from ppstream.mindspore.recipe import build_parts
+        from ppstream.mindspore.recipe import build_parts, data_cfg_of
         from ppstream.mindspore.runconfig import load_run_config
 
         setup_mindspore_cpu()
@@ -40,6 +40,7 @@ class Pipeline:
         w = self.pset["world"]
         self.dp = w["shard"] * w["replicate"]
         self.global_batch_size = self.dp * self.cfg.micro_batch_num * self.cfg.train["micro_batch_size"]
+        self.train_cfg = data_cfg_of(self.cfg, self.dp)  # what a train.data factory would receive
         self.steps_done = 0
         self._world = self._ranks = self._feeds = None
 

@@ -28,7 +28,7 @@ class Block(nn.Cell):
         super().__init__()
         self.heads = heads
         self.norm1 = nn.LayerNorm((hidden,))
-        self.qkv = nn.Dense(hidden, 3 * hidden)
+        self.qkv = nn.Dense(hidden, 3 * hidden, has_bias=False)  # a key bias has no gradient (softmax shift)
         self.proj = nn.Dense(hidden, hidden)
         self.norm2 = nn.LayerNorm((hidden,))
         self.fc1 = nn.Dense(hidden, 4 * hidden)
