@@ -78,6 +78,13 @@ class GlobalBatches:
         assert self._batch is not None
         return self._batch
 
+    def skip(self, batches: int) -> None:
+        """Position after ``batches`` consumed global batches (a resume: checkpoint meta's
+        ``data.batches``): batches 0..batches-1 are read, checked and dropped, so the next read
+        is step ``batches``'s."""
+        if batches > 0:
+            self.global_batch(batches - 1)
+
     def microbatch(self, step: int, dp_index: int, mb: int) -> tuple[np.ndarray, np.ndarray]:
         """(inputs, labels) of data-parallel index ``dp_index``'s microbatch ``mb`` of ``step``."""
         x, y = self.global_batch(step)

@@ -250,6 +250,7 @@ def _checkpointing(args, cfg: RunConfig, world: dict, steps: int) -> dict:
         raise RunConfigError(f"--save-every {args.save_every}: expected N >= 1 (or 0: never)")
     meta = {"world": {k: world[k] for k in ("pp", "vpp", "shard", "replicate")},
             "stage_layers": [list(x) for x in cfg.stage_layers], "model": cfg.model,
+            "recipe": {"model": cfg.train["model"], "data": cfg.train["data"]},
             "schedule": LrSchedule.from_train(cfg.train, steps).to_json(),
             "loss_scaling": scaling_enabled(cfg.train, cfg.model_dtype)}
     out = {"save_every": args.save_every, "checkpoint_meta": meta}
