@@ -10,8 +10,11 @@ Every rank of the config's layout runs in this process on the in-process fake pl
 (``platforms/fake.py``, the ``cpu-serial`` semantics: one rank at a time, collectives summed
 in member order), each rank executing its own verified stream program, exactly the code a
 ``ppstream train`` worker runs. The model is the config's ``train.model`` factory; the data is
-what the caller passes to ``step`` (``train.data`` is not read). MindSpore is set to CPU,
-PyNative mode. For processes, devices and msrun, use ``ppstream train``.
+what the caller passes to ``step`` (``train.data``, ``train.eval_data`` and ``train.eval_every``
+are not read; ``evaluate(batches)`` takes held-out batches). Each rank is a ``RankRuntime``, so
+the training components (clipping, LR schedule over ``train.steps``, loss scaling, collective
+dtypes) run as in a worker. MindSpore is set to CPU, PyNative mode. For processes, devices and
+msrun, use ``ppstream train``.
 """
 from __future__ import annotations
 
@@ -60,7 +63,7 @@ class Pipeline:
         def build(r):
             topo = Topology(w["pp"], w["vpp"], w["shard"], w["replicate"], r)
             return RankRuntime(self.cfg, topo, self.pset["programs"][r], self.pset["mode"].lower(),
-                               FakePlatform(self._world, r), data=self._feeds[r])
+                               FakePlatform(self._world, r), data=self._feeds[r], eval_data=None)
 
         self._ranks = self._world.run_ranks(build)
 
@@ -81,6 +84,28 @@ class Pipeline:
         self.steps_done += 1
         held = [x for x in per_rank if x is not None]
         return float(np.mean(held))
+
+    def opt_record(self) -> dict:
+        """The last step's optimizer-step figures (components/opt_step.py: grad_norm, lr,
+        loss_scale, skipped; the same on every rank)."""
+        if self._ranks is None:
+            raise RuntimeError("Pipeline.opt_record(): no step has run yet")
+        return dict(self._ranks[0].opt.record)
+
+    def evaluate(self, batches) -> float:
+        """The mean loss over ``batches`` (a list of held-out global batches (inputs, labels)),
+        through the forward projection of every rank's program; no parameter changes."""
+        from ppstream.mindspore.data.batches import HeldOutBatches
+
+        if self._ranks is None:
+            raise RuntimeError("Pipeline.evaluate(): no step has run yet (the ranks are built on the first)")
+        batches = list(batches)
+        if not batches:
+            raise ValueError("Pipeline.evaluate(batches): no batches")
+        held = HeldOutBatches(batches, self.dp, self.cfg.micro_batch_num, self.cfg.train["micro_batch_size"],
+                              "Pipeline.evaluate(batches)", len(batches))
+        per_rank = self._world.run_ranks(lambda r: self._ranks[r].evaluate(held))
+        return float(np.mean([x for x in per_rank if x is not None]))
 
     def parameters(self) -> dict[str, np.ndarray]:
         """The whole model's parameters after the steps so far, gathered: {name: array}."""

@@ -3,6 +3,7 @@ model): the user-model protocol's first test model (tests/python/runtime/test_us
 
 train.model: mlp_classifier:build   (model: {features, hidden, classes})
 train.data:  mlp_classifier:batches (float32 features (N, features), int32 class labels (N,))
+train.eval_data: mlp_classifier:eval_batches (the same teacher, features from another seed)
 """
 import numpy as np
 from mindspore import nn, ops
@@ -45,11 +46,16 @@ def build(cfg):
                       Classifier(cfg["hidden"], cfg["classes"]))
 
 
-def batches(train):
+def batches(train, seed=None):
     """Endless global batches: Gaussian features, labels from a fixed random linear teacher."""
     f, c = train["model"]["features"], train["model"]["classes"]
     teacher = np.random.default_rng(0).normal(size=(f, c))
-    rng = np.random.default_rng(train["seed"])
+    rng = np.random.default_rng(train["seed"] if seed is None else seed)
     while True:
         x = rng.normal(size=(train["global_batch_size"], f)).astype(np.float32)
         yield x, np.argmax(x @ teacher, axis=1).astype(np.int32)
+
+
+def eval_batches(train):
+    """Held-out global batches: the same teacher on features the training stream never draws."""
+    return batches(train, seed=train["seed"] + 10_000)
