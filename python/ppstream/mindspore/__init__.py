@@ -7,3 +7,14 @@ platform layer (``platforms/``) hides what the device can do; the executor never
 
 Importing this package does not import MindSpore; the modules that need it do.
 """
+
+from ppstream.mindspore.model.protocol import ModelParts  # noqa: E402  (no MindSpore import)
+
+__all__ = ["ModelParts", "Pipeline"]
+
+
+def __getattr__(name):
+    if name == "Pipeline":  # imports MindSpore on first use only
+        from ppstream.mindspore.training.pipeline import Pipeline
+        return Pipeline
+    raise AttributeError(f"module 'ppstream.mindspore' has no attribute {name!r}")

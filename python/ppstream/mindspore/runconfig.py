@@ -1,5 +1,9 @@
 """RunConfig: what a training run needs beyond the stream programs (model, data, steps).
 
+``train.model`` / ``train.data`` name the model and data factories (``MODULE:FUNCTION``,
+recipe.py); with the built-in model the ``model:`` section's keys are checked against
+MODEL_DEFAULTS, with the user's model it is passed to the factory as written.
+
 The core keys (PP size, layers, DP mode, …) are validated by the C++ loader
 (``ppstream._core.compile``); here we read only what the runtime needs from the same YAML:
 the ``model:`` and ``train:`` sections and the layer → virtual-stage map.
@@ -8,12 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from typing import Any
 
 import yaml
 
 MODEL_DEFAULTS = {"hidden": 32, "heads": 2, "experts": 2, "top_k": 1, "ffn": 64, "seq_len": 32, "vocab": 256,
                   "dtype": "float32"}
+BUILTIN_MODEL = "ppstream.mindspore.model.moe:build"
+BUILTIN_DATA = "ppstream.mindspore.data.text:batches"
+BUILTIN_EVAL_DATA = "ppstream.mindspore.data.text:held_out_batches"  # train.eval_data's default with BUILTIN_DATA
 MODEL_DTYPES = ("float32", "float16", "bfloat16")
 CPU_DTYPES = ("float32", "float16")  # MindSpore 2.10's CPU MatMul has no bfloat16 kernel (checked)
 TRAIN_DEFAULTS = {
@@ -24,7 +32,9 @@ TRAIN_DEFAULTS = {
     "betas": [0.9, 0.999],
     "eps": 1.0e-8,
     "seed": 1234,
-    "data": "/usr/share/games/fortunes",
+    "model": "ppstream.mindspore.model.moe:build",  # the model factory, MODULE:FUNCTION (recipe.py)
+    "data": "ppstream.mindspore.data.text:batches",  # the data factory, MODULE:FUNCTION
+    "text": "/usr/share/games/fortunes",  # the built-in text data's corpus: a file or a directory
     "recompute": False,  # True: backward reruns the stage's forward (keeps only stage inputs)
     # LR schedule (components/lr_schedule.py, Megatron-LM's OptimizerParamScheduler): lr is the peak
     "min_lr": 0.0,
@@ -46,6 +56,7 @@ TRAIN_DEFAULTS = {
     "eval_every": 0,  # 0: off
     "eval_batches": 2,
     "eval_holdout": 0.1,  # fraction of the built-in text corpus held out (only with eval_every > 0)
+    "eval_data": "",  # the held-out data factory, MODULE:FUNCTION; "": the built-in text's held-out part
     "hccl_buffer_size": 0,  # MB per communication group on Ascend; 0: HCCL_BUFFSIZE / HCCL's 200 (docs/runtime.md)
 }
 
@@ -62,6 +73,15 @@ class RunConfig:
     stage_layers: list[tuple[int, int]]  # inclusive layer range of global virtual stage s
     model: dict[str, Any]
     train: dict[str, Any]
+    config_dir: str = ""  # the config file's directory: factories are importable from it
+
+    @property
+    def builtin_model(self) -> bool:
+        return self.train["model"] == BUILTIN_MODEL
+
+    @property
+    def model_dtype(self) -> str:
+        return dtype_of(self.model)
 
     @property
     def num_layers(self) -> int:
@@ -77,7 +97,7 @@ class RunConfig:
     @staticmethod
     def from_json(d: dict[str, Any]) -> "RunConfig":
         return RunConfig(d["pp"], d["vpp"], d["micro_batch_num"], [tuple(x) for x in d["stage_layers"]],
-                         d["model"], d["train"])
+                         d["model"], d["train"], d.get("config_dir", ""))
 
 
 def _typed(value: Any, default: Any, where: str) -> Any:
@@ -117,7 +137,14 @@ def _section(doc: dict, name: str, defaults: dict, where: str) -> dict:
     return out
 
 
-def _check_components(path: str, train: dict, model: dict) -> None:
+def dtype_of(model: dict) -> str:
+    """The dtype ``train.loss_scale: auto`` resolves against: ``model.dtype`` of the built-in model,
+    or of the user's ``model:`` section when it has one, else ``float32`` (no scaling)."""
+    d = model.get("dtype", "float32")
+    return d if isinstance(d, str) else "float32"
+
+
+def _check_components(path: str, train: dict, dtype: str) -> None:
     """The training components' own rules (schedule, loss scaling, precision, evaluation), with
     the file named; the schedule's default decay length is checked against ``train.steps``."""
     from ppstream.mindspore.components import evaluate, precision
@@ -125,12 +152,16 @@ def _check_components(path: str, train: dict, model: dict) -> None:
     from ppstream.mindspore.components.lr_schedule import LrSchedule
     try:
         LrSchedule.from_train(train, int(train["steps"]))
-        if scaling_enabled(train, model["dtype"]):
+        if scaling_enabled(train, dtype):
             DynamicLossScaler.from_train(train)
         precision.check(train)
         evaluate.check(train)
     except ValueError as e:
         raise RunConfigError(f"{path}: {e}") from None
+    if int(train["eval_every"]) > 0 and not train["eval_data"] and train["data"] != BUILTIN_DATA:
+        raise RunConfigError(f"{path}: train.eval_every={train['eval_every']} with train.data={train['data']!r}: set "
+                             "train.eval_data: MODULE:FUNCTION, the factory of the held-out batches (only the "
+                             "built-in text data holds out a part of its own)")
     if train["clip_grad"] < 0:
         raise RunConfigError(f"{path}: train.clip_grad={train['clip_grad']}: expected >= 0 (0: off)")
 
@@ -154,18 +185,26 @@ def load_run_config(path: str, overrides: dict[str, str] | None = None) -> RunCo
         if not isinstance(section, dict):
             raise RunConfigError(f"{path}: {sec}: expected a mapping")
         section[sub] = yaml.safe_load(value) if value != "" else ""
-    model = _section(doc, "model", MODEL_DEFAULTS, path)
     train = _section(doc, "train", TRAIN_DEFAULTS, path)
+    layers = [tuple(x) for x in core["stage_layers"]]
+    cfg_dir = os.path.dirname(os.path.abspath(path))
+    if train["hccl_buffer_size"] < 0:
+        raise RunConfigError(f"{path}: train.hccl_buffer_size={train['hccl_buffer_size']}: expected MB >= 1, or 0 "
+                             "for HCCL's own size (HCCL_BUFFSIZE, default 200)")
+    if train["model"] != BUILTIN_MODEL:  # the user's model: its section is the factory's, as written
+        model = doc.get("model") or {}
+        if not isinstance(model, dict):
+            raise RunConfigError(f"{path}: model: expected a mapping (it is passed to {train['model']})")
+        _check_components(path, train, dtype_of(model))
+        return RunConfig(core["pipeline_parallel_size"], core["pipeline_parallel_interleave_num"],
+                         core["micro_batch_num"], layers, model, train, cfg_dir)
+    model = _section(doc, "model", MODEL_DEFAULTS, path)
     if model["hidden"] % model["heads"]:
         raise RunConfigError(f"{path}: model.hidden={model['hidden']} must be a multiple of model.heads={model['heads']}")
     if model["dtype"] not in MODEL_DTYPES:
         raise RunConfigError(f"{path}: model.dtype={model['dtype']!r}: expected one of {', '.join(MODEL_DTYPES)}")
     if not 1 <= model["top_k"] <= model["experts"]:
         raise RunConfigError(f"{path}: model.top_k={model['top_k']} must be in 1..model.experts={model['experts']}")
-    _check_components(path, train, model)
-    if train["hccl_buffer_size"] < 0:
-        raise RunConfigError(f"{path}: train.hccl_buffer_size={train['hccl_buffer_size']}: expected MB >= 1, or 0 "
-                             "for HCCL's own size (HCCL_BUFFSIZE, default 200)")
-    layers = [tuple(x) for x in core["stage_layers"]]
+    _check_components(path, train, model["dtype"])
     return RunConfig(core["pipeline_parallel_size"], core["pipeline_parallel_interleave_num"],
-                     core["micro_batch_num"], layers, model, train)
+                     core["micro_batch_num"], layers, model, train, cfg_dir)

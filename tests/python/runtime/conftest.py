@@ -20,7 +20,7 @@ MODEL = {"hidden": 32, "heads": 2, "experts": 2, "top_k": 2, "ffn": 64, "seq_len
 # AdamW's eps at 1e-6 (not 1e-8): an element whose gradient is ~1e-8 (embedding rows of rare bytes)
 # would otherwise turn summation-order rounding, which differs between layouts, into a visible
 # share of an update; a larger eps keeps every layout within rtol 1e-4 of the baseline.
-TRAIN = {"steps": 5, "micro_batch_size": 2, "data": FORTUNES, "eps": 1.0e-6}
+TRAIN = {"steps": 5, "micro_batch_size": 2, "text": FORTUNES, "eps": 1.0e-6}
 
 
 def write_config(path: str, *, pp: int, vpp: int, layers: int, mbs: int, mode: str = "none", shard: int = 1,

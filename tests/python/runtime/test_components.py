@@ -102,7 +102,9 @@ def test_forward_program_keeps_the_forward_half(tmp_path):
 def _meta(step: int, world=None) -> dict:
     world = world or {"pp": 1, "vpp": 1, "shard": 2, "replicate": 1}
     return {"format": checkpoint.FORMAT, "step": step, "updates": step, "loss_scaler": None, "data": {"batches": step},
-            "world": world, "stage_layers": [[0, 1]], "model": {"hidden": 8}, "schedule": {"style": "constant"},
+            "world": world, "stage_layers": [[0, 1]], "model": {"hidden": 8},
+            "recipe": {"model": "ppstream.mindspore.model.moe:build", "data": "ppstream.mindspore.data.text:batches"},
+            "schedule": {"style": "constant"},
             "files": checkpoint.expected_files(world)}
 
 
@@ -136,11 +138,26 @@ def test_resume_checks_name_the_mismatch(tmp_path):
         checkpoint.check_resumable(c3, now, steps=3)
     with pytest.raises(checkpoint.CheckpointError, match="world differs"):
         checkpoint.check_resumable(c3, {**now, "world": {"pp": 2, "vpp": 1, "shard": 2, "replicate": 1}}, steps=6)
+    with pytest.raises(checkpoint.CheckpointError, match="recipe differs"):
+        checkpoint.check_resumable(c3, {**now, "recipe": {**now["recipe"], "data": "mine.data:batches"}}, steps=6)
     with pytest.raises(checkpoint.CheckpointError, match="schedule differs"):
         checkpoint.check_resumable(c3, {**now, "schedule": {"style": "cosine"}}, steps=6)
     os.remove(os.path.join(c3, checkpoint.shard_file(0, 1, 2)))
     with pytest.raises(checkpoint.CheckpointError, match=r"incomplete, missing s0.shard1of2.npz"):
         checkpoint.check_resumable(c3, now, steps=6)
+
+
+def test_user_data_with_evaluation_needs_an_eval_data_factory(tmp_path):
+    from ppstream.mindspore.runconfig import RunConfigError, load_run_config
+    cfg = write_config(str(tmp_path / "c.yaml"), pp=2, vpp=1, layers=2, mbs=2, model={"width": 4},
+                       train={"model": "mine:build", "data": "mine:batches", "eval_every": 2})
+    with pytest.raises(RunConfigError, match=re.escape("train.eval_every=2 with train.data='mine:batches': set "
+                                                       "train.eval_data")):
+        load_run_config(cfg)
+    assert load_run_config(cfg, {"train.eval_data": "mine:held_out"}).train["eval_data"] == "mine:held_out"
+    # the components' rules hold for a user's model too
+    with pytest.raises(RunConfigError, match=re.escape(f"{cfg}: train.clip_grad=-1.0")):
+        load_run_config(cfg, {"train.eval_data": "mine:held_out", "train.clip_grad": "-1"})
 
 
 @pytest.mark.parametrize("key, value, match", [

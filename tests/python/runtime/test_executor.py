@@ -48,6 +48,14 @@ def corpus():
         return np.frombuffer(f.read() * 4, dtype=np.uint8)
 
 
+def text_data(cfg, corpus, dp: int):
+    """The built-in text data over ``corpus`` (not a file), as a rank reads it."""
+    from ppstream.mindspore.data.batches import GlobalBatches
+    from ppstream.mindspore.data.text import text_batches
+    b, m = cfg.train["micro_batch_size"], cfg.micro_batch_num
+    return GlobalBatches(text_batches(corpus, cfg.model["seq_len"], dp * m * b, cfg.train["seed"]), dp, m, b, "test")
+
+
 def _config(tmp_path, name: str) -> str:
     return write_config(str(tmp_path / f"{name}.yaml"), **LAYOUTS[name], model=TINY)
 
@@ -66,7 +74,8 @@ def run_fake(config: str, corpus, steps: int = STEPS, wrap=None):
         plat = FakePlatform(world, r)
         plat = wrap(r, plat) if wrap else plat
         topo = Topology(w["pp"], w["vpp"], w["shard"], w["replicate"], r)
-        return RankRuntime(cfg, topo, pset["programs"][r], pset["mode"].lower(), plat, corpus=corpus)
+        return RankRuntime(cfg, topo, pset["programs"][r], pset["mode"].lower(), plat,
+                           data=text_data(cfg, corpus, topo.dp))
 
     rts = world.run_ranks(build)
     losses = []
@@ -91,7 +100,7 @@ def baseline(config: str, corpus):
     w = json.loads(ppstream.compile(config, False, "strict"))["world"]
     key = (cfg.num_layers, cfg.micro_batch_num, w["shard"] * w["replicate"])
     if key not in _baselines:
-        losses, _ms, params = train_baseline(cfg, key[2], STEPS, corpus=corpus)
+        losses, _ms, params = train_baseline(cfg, key[2], STEPS, data=text_data(cfg, corpus, key[2]))
         _baselines[key] = (losses, params)
     return _baselines[key]
 

@@ -44,7 +44,7 @@ def _params(run_dir: str) -> dict:
 
 def test_resumed_run_continues_bitwise(tmp_path):
     cfg = write_config(str(tmp_path / "c.yaml"), pp=2, vpp=1, layers=2, mbs=2, mode="fsdp", shard=2, model=TINY,
-                       train={**TRAIN, "data": _corpus(tmp_path)})
+                       train={**TRAIN, "text": _corpus(tmp_path)})
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
     ra = run_train(cfg, a, "--steps", "6", "--save-every", "3", "--local-worker-num", "4")
     assert ra.returncode == 0, ra.stdout + ra.stderr

@@ -87,13 +87,15 @@ def test_hsdp_layout_pads_and_shards_the_flat_vector():
     import mindspore as ms
     from ppstream.mindspore.parallel.groups import Group
     from ppstream.mindspore.training.hsdp import HsdpState
-    from ppstream.mindspore.model.moe import StageCell
+    from ppstream.mindspore.model.moe import build
+    from ppstream.mindspore.model.stage_cell import StageCell
     from ppstream.mindspore.training.stage import PipelineStage
 
     ms.set_device("CPU")
-    cfg = {"hidden": 4, "heads": 2, "experts": 2, "top_k": 1, "ffn": 6, "seq_len": 4, "vocab": 8}
+    cfg = {"hidden": 4, "heads": 2, "experts": 2, "top_k": 1, "ffn": 6, "seq_len": 4, "vocab": 8, "seed": 1,
+           "num_layers": 1}
     train = {"lr": 1e-3, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0}
-    cell = StageCell(cfg, 1, (0, 0), 1, False, False, 1.0)
+    cell = StageCell(build(cfg), (0, 0), False, False, 1.0)
     st = PipelineStage(0, cell)
     # one block: ln 4+4, wqkv 4*12, wo 16, ln 4+4, router 8, w1 2*4*6, w2 2*6*4 = 184 → 3 shards of 62 (2 padding)
     state = HsdpState(st, Group("g", (0, 1, 2), 2), Group("r", (0,), 0), sharded=True, reduced=True, train_cfg=train)
@@ -136,3 +138,15 @@ def test_profile_schedule_skips_the_warm_up_step():
     assert profile_schedule(1) == {"skip_first": 0, "wait": 0, "warmup": 0, "active": 1, "repeat": 1}
     with pytest.raises(ValueError, match="at least one step"):
         profile_schedule(0)
+
+
+def test_text_corpus_reads_files_with_a_dot_and_skips_indexes_and_links(tmp_path):
+    from ppstream.mindspore.data.text import load_corpus
+    text = b"a line of text\n" * 300  # 4500 bytes
+    (tmp_path / "corpus.txt").write_bytes(text)
+    (tmp_path / "corpus.dat").write_bytes(b"\0" * 5000)  # a strfile index: skipped
+    os.symlink(tmp_path / "corpus.txt", tmp_path / "corpus.u8")  # a link: skipped
+    assert load_corpus(str(tmp_path)).tobytes() == text
+    (tmp_path / "corpus.txt").write_bytes(b"short")
+    with pytest.raises(ValueError, match=r"train\.text: .* holds only 5 bytes of text in 1 files"):
+        load_corpus(str(tmp_path))

@@ -9,15 +9,16 @@ Layout of one checkpoint, ``RUN_DIR/checkpoints/step{N}/`` (N = steps completed)
   (torch.distributed.checkpoint's deduplication); every replica reads the same file back.
 - ``meta.json`` — written by rank 0: ``format``, ``step`` (N), ``updates`` (optimizer updates
   taken: the LR schedule position), ``loss_scaler`` (its state, or null), ``data`` (the data
-  position: ``{"batches": N}``, global batches consumed; the built-in text data draws step k's
-  batch from ``default_rng([seed, k])``, so the position is the step), ``world``
-  (pp / vpp / shard / replicate), ``stage_layers``, ``model``, ``schedule`` and ``loss_scaling``
+  position: ``{"batches": N}``, global batches of the ``train.data`` factory consumed; a resume
+  reads the factory's iterator afresh and drops its first N batches, ``GlobalBatches.skip``),
+  ``world`` (pp / vpp / shard / replicate), ``stage_layers``, ``model``, ``recipe`` (the
+  ``train.model`` / ``train.data`` factories), ``schedule`` and ``loss_scaling``
   (what the shards and the position mean), and ``files`` (every shard file; a checkpoint is complete when all exist).
 
 Every file is written to a temporary name and renamed, so a crash leaves no half-written file
 under the final name. A resume (``--resume DIR``: a checkpoint directory, or a run directory,
 whose newest complete checkpoint is taken) checks in the launcher, before any worker starts,
-that the checkpoint is complete and that world, layer map, model, schedule and loss scaling
+that the checkpoint is complete and that world, layer map, model, model and data factories, schedule and loss scaling
 (on / off) equal the new run's (as Megatron's OptimizerParamScheduler refuses a changed schedule); resharding to another
 layout is not supported. Restoring copies the float32 arrays back bit for bit, so on CPU the
 resumed steps equal an uninterrupted run's bitwise (tested).
@@ -100,6 +101,7 @@ def load(ckpt: str, rt) -> dict:
                                   f"float32 ({st.shard_len},)")
         st.restore(ms.Tensor(shard), ms.Tensor(m), ms.Tensor(v), t)
     rt.opt.load_state(meta)
+    rt.data.skip(int(meta["data"]["batches"]))
     return meta
 
 
@@ -150,7 +152,7 @@ def check_resumable(ckpt: str, meta_now: dict, steps: int) -> dict:
     if missing:
         raise CheckpointError(f"--resume {ckpt}: incomplete, missing {', '.join(missing[:4])}"
                               + (f" and {len(missing) - 4} more" if len(missing) > 4 else ""))
-    for key in ("world", "stage_layers", "model", "schedule", "loss_scaling"):
+    for key in ("world", "stage_layers", "model", "recipe", "schedule", "loss_scaling"):
         if json.dumps(meta.get(key), sort_keys=True) != json.dumps(meta_now.get(key), sort_keys=True):
             raise CheckpointError(f"--resume {ckpt}: {key} differs from this run's: checkpoint {meta[key]}, "
                                   f"now {meta_now[key]} (resuming into another {key} is not supported)")

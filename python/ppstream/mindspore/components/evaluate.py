@@ -10,11 +10,11 @@ none, so the projection is deadlock-free and per-peer FIFO whenever the verified
 (every rank projects its own program the same way). Forwards run without recording a graph
 (``PipelineStage.evaluate``), so nothing is kept for a backward and no gradient changes.
 
-Held-out data: with ``train.eval_every > 0`` the built-in text data keeps the last
-``train.eval_holdout`` fraction of the corpus for evaluation and trains on the rest; evaluation
-k uses the same ``train.eval_batches`` global batches every time (batch i drawn like step i's,
-from the held-out part), sliced by data-parallel rank and microbatch exactly as training
-batches. The eval loss is the mean over those batches of the global batch's mean loss (the
+Held-out data: the ``train.eval_data`` factory's first ``train.eval_batches`` global batches
+(recipe.open_eval_data: read once, reused by every evaluation), sliced by data-parallel rank and
+microbatch exactly as training batches. Its default with the built-in text data keeps the last
+``train.eval_holdout`` fraction of the corpus for evaluation and trains on the rest (batch i
+drawn like step i's, from the held-out part); a user's ``train.data`` must name its own. The eval loss is the mean over those batches of the global batch's mean loss (the
 launcher averages the loss-holding ranks, as for training losses).
 """
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""TextData: real English text as byte-level tokens, sampled identically by every layout.
+"""The built-in data (``batches``, the default ``train.data``): English text as byte-level tokens.
 
-The corpus is every plain-text file of a directory (Debian's ``fortunes``: the files without
-an extension; ``.dat`` indexes and ``.u8`` links are skipped), read in sorted order. Step k's
+The corpus (``train.text``) is one file, or every regular file under a directory except
+``.dat`` files and symbolic links (Debian's ``fortunes`` keeps ``strfile`` indexes as ``.dat``
+and ``.u8`` links beside its text files), read in sorted path order. Step k's
 global batch is ``dp * micro_batch_num * micro_batch_size`` windows of ``seq_len + 1`` bytes
 at offsets drawn from ``numpy.random.default_rng([seed, k])``; DP index d's microbatch j holds
 rows ``(d * m + j) * b … + b``. So a single-process baseline sees the same rows in the same
@@ -23,19 +24,21 @@ def load_corpus(path: str) -> np.ndarray:
         for root, _dirs, names in os.walk(path):
             for n in sorted(names):
                 full = os.path.join(root, n)
-                if "." in n or os.path.islink(full):
+                if n.endswith(".dat") or os.path.islink(full) or not os.path.isfile(full):
                     continue
                 files.append(full)
         files.sort()
     else:
-        raise FileNotFoundError(f"train.data: {path} does not exist; install Debian's fortunes (scripts/setup.sh)")
+        raise FileNotFoundError(f"train.text: {path} does not exist; install Debian's fortunes (scripts/setup.sh) "
+                                "or point train.text at a text file or directory")
     chunks = []
     for f in files:
         with open(f, "rb") as fh:
             chunks.append(fh.read())
     data = np.frombuffer(b"".join(chunks), dtype=np.uint8)
     if data.size < 4096:
-        raise ValueError(f"train.data: {path} holds only {data.size} bytes of text; expected at least 4096")
+        raise ValueError(f"train.text: {path} holds only {data.size} bytes of text in {len(files)} files; "
+                         "expected at least 4096")
     return data
 
 
@@ -63,3 +66,37 @@ class TextData:
         row0 = (dp_index * self.m + mb) * self.b
         win = np.stack([self.corpus[o:o + self.seq_len + 1] for o in offs[row0:row0 + self.b]]).astype(np.int32)
         return win[:, :-1], win[:, 1:]
+
+
+def _parts(train_cfg: dict) -> tuple[np.ndarray, np.ndarray | None]:
+    """(training part, held-out part or None): the corpus split only with ``train.eval_every > 0``."""
+    corpus = load_corpus(train_cfg["text"])
+    if int(train_cfg.get("eval_every", 0)) > 0:
+        return split_holdout(corpus, float(train_cfg["eval_holdout"]))
+    return corpus, None
+
+
+def batches(train_cfg: dict):
+    """The default ``train.data`` factory: step k's global batch (tokens, next-byte labels), each
+    int32 (global_batch_size, seq_len), the windows of ``TextData`` in row order. With evaluation
+    on, drawn from the corpus less its held-out part (``split_holdout``)."""
+    return text_batches(_parts(train_cfg)[0], train_cfg["model"]["seq_len"],
+                        train_cfg["global_batch_size"], train_cfg["seed"])
+
+
+def held_out_batches(train_cfg: dict):
+    """The default ``train.eval_data`` factory with the built-in text: batch i drawn like step i's
+    from the held-out last ``train.eval_holdout`` of the corpus."""
+    held = _parts(train_cfg)[1]
+    if held is None:
+        raise ValueError("train.eval_every is 0: the built-in text data holds nothing out")
+    return text_batches(held, train_cfg["model"]["seq_len"], train_cfg["global_batch_size"], train_cfg["seed"])
+
+
+def text_batches(corpus: np.ndarray, seq_len: int, rows: int, seed: int):
+    """Global batches of ``rows`` windows of ``corpus`` per step (``batches`` on a loaded corpus)."""
+    data = TextData(corpus, seq_len, rows, 1, 1, seed)
+    step = 0
+    while True:
+        yield data.microbatch(step, 0, 0)
+        step += 1

@@ -25,6 +25,7 @@ from ppstream.mindspore.launch.msrun import (Cluster, LogFollower, WorldTooLarge
                                        msrun_command, run_msrun, runtime_conf)
 from ppstream.mindspore.parallel.comm_memory import comm_memory, env_buffsize_mb
 from ppstream.mindspore.platforms.base import DEVICE_PROFILES
+from ppstream.mindspore.recipe import check
 from ppstream.mindspore.runconfig import CPU_DTYPES, RunConfig, RunConfigError, load_run_config
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
@@ -249,8 +250,9 @@ def _checkpointing(args, cfg: RunConfig, world: dict, steps: int) -> dict:
         raise RunConfigError(f"--save-every {args.save_every}: expected N >= 1 (or 0: never)")
     meta = {"world": {k: world[k] for k in ("pp", "vpp", "shard", "replicate")},
             "stage_layers": [list(x) for x in cfg.stage_layers], "model": cfg.model,
+            "recipe": {"model": cfg.train["model"], "data": cfg.train["data"]},
             "schedule": LrSchedule.from_train(cfg.train, steps).to_json(),
-            "loss_scaling": scaling_enabled(cfg.train, cfg.model["dtype"])}
+            "loss_scaling": scaling_enabled(cfg.train, cfg.model_dtype)}
     out = {"save_every": args.save_every, "checkpoint_meta": meta}
     if args.resume:
         ckpt = checkpoint.resolve(args.resume)
@@ -261,9 +263,17 @@ def _checkpointing(args, cfg: RunConfig, world: dict, steps: int) -> dict:
     return out
 
 
+def fail_fast(cfg: RunConfig, dp: int, device: str) -> None:
+    """Before any worker starts: import the model and data factories, build the model, read the
+    first batch and, on CPU, run one forward (recipe.check). A bad key raises with its name."""
+    from ppstream.mindspore.launch.worker import setup_mindspore_cpu
+    setup_mindspore_cpu()
+    check(cfg, dp, forward=(device == "cpu"))
+
+
 def launch(args, cfg: RunConfig, core_overrides: dict[str, str]) -> int:
     device = _device(args.device)
-    if device == "cpu" and cfg.model["dtype"] not in CPU_DTYPES:
+    if device == "cpu" and cfg.builtin_model and cfg.model["dtype"] not in CPU_DTYPES:
         raise RunConfigError(f"{args.config}: model.dtype={cfg.model['dtype']} is not supported on CPU (MindSpore 2.10's "
                              f"CPU MatMul has no bfloat16 kernel); use {' or '.join(CPU_DTYPES)}, or --device ascend")
     if device == "cpu" and cfg.train["hccl_buffer_size"]:
@@ -273,6 +283,7 @@ def launch(args, cfg: RunConfig, core_overrides: dict[str, str]) -> int:
     cluster = cluster_from_args(args, device)
     programs = _compile_checked(args, cluster, profile, core_overrides)
     pset = json.loads(programs)
+    fail_fast(cfg, pset["world"]["shard"] * pset["world"]["replicate"], device)
     world = len(pset["programs"])
     run_dir = os.path.abspath(args.out)
     steps = args.steps if args.steps is not None else int(cfg.train["steps"])

@@ -54,6 +54,14 @@ def cpu_settings() -> None:
     ms.runtime.launch_blocking()
 
 
+def setup_mindspore_cpu() -> None:
+    """MindSpore on CPU in PyNative mode with ``cpu_settings`` (one process: launcher, baseline, Pipeline)."""
+    import mindspore as ms
+    ms.set_device("CPU")
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    cpu_settings()
+
+
 def init_mindspore(device: str) -> int:
     """Device, PyNative mode, communication; returns this rank."""
     import mindspore as ms

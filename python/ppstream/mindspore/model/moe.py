@@ -1,7 +1,6 @@
-"""A small MoE decoder split into per-layer Cells so any virtual stage can hold any layers.
+"""The built-in model: a small MoE decoder as ModelParts (``build``, the default ``train.model``).
 
-Embedding (one-hot matmul, so the stage input is a float tensor that ``mindspore.vjp`` can
-differentiate), N pre-norm blocks (causal multi-head attention, then a top-k routed expert
+Embedding (integer tokens as a one-hot matmul), N pre-norm blocks (causal multi-head attention, then a top-k routed expert
 FFN), and a head (final norm, LM projection, next-byte cross-entropy). Every parameter is
 initialised from ``numpy.random.default_rng([seed, part])`` with part 0 = embedding,
 1 + l = layer l, 1 + N = head, so a layer gets the same values on whichever rank holds it.
@@ -11,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import mindspore as ms
 from mindspore import nn, ops
+
+from ppstream.mindspore.model.protocol import ModelParts
 
 
 def _normal(rng, shape, std=0.02):
@@ -37,15 +38,17 @@ def _layer_norm(x, g, b):
 
 
 class Embedding(nn.Cell):
-    """Byte embedding: one-hot tokens (b, T, V) @ table (V, H)."""
+    """Byte embedding: integer tokens (b, T) as one-hot (b, T, V) @ table (V, H)."""
 
     def __init__(self, cfg: dict, seed: int):
         super().__init__()
         rng = np.random.default_rng([seed, 0])
         self.table = _param(_normal(rng, (cfg["vocab"], cfg["hidden"])), "embed.table")
         self.dt = compute_dtype(cfg)
+        self.on, self.off = ms.Tensor(1.0, ms.float32), ms.Tensor(0.0, ms.float32)
 
-    def construct(self, onehot):
+    def construct(self, tokens):
+        onehot = ops.one_hot(tokens, self.table.shape[0], self.on, self.off)
         return ops.matmul(onehot.astype(self.dt), self.table.astype(self.dt))
 
 
@@ -103,7 +106,7 @@ class Block(nn.Cell):
 
 
 class Head(nn.Cell):
-    """Final norm + LM projection + mean next-byte cross-entropy (one-hot labels)."""
+    """Final norm + LM projection + mean next-byte cross-entropy (integer labels (b, T))."""
 
     def __init__(self, cfg: dict, seed: int, num_layers: int):
         super().__init__()
@@ -112,65 +115,20 @@ class Head(nn.Cell):
         self.ln_g = _param(np.ones(h, np.float32), "head.ln_g")
         self.ln_b = _param(np.zeros(h, np.float32), "head.ln_b")
         self.w = _param(_normal(rng, (h, cfg["vocab"])), "head.w")
+        self.on, self.off = ms.Tensor(1.0, ms.float32), ms.Tensor(0.0, ms.float32)
 
-    def construct(self, x, onehot_labels):
+    def construct(self, x, labels):
+        onehot_labels = ops.one_hot(labels, self.w.shape[1], self.on, self.off)
         x = x.astype(ms.float32)  # the loss in float32
         logits = ops.matmul(_layer_norm(x, self.ln_g, self.ln_b), self.w)
         logp = ops.log_softmax(logits, axis=-1)
         return -(logp * onehot_labels).sum(axis=-1).mean()
 
 
-def activation_spec(cfg: dict, micro_batch_size: int) -> tuple[tuple[int, ...], object]:
-    """Shape and dtype of every stage boundary tensor (activation, and its gradient): (b, T, H) in
-    the compute dtype."""
-    return (micro_batch_size, cfg["seq_len"], cfg["hidden"]), compute_dtype(cfg)
-
-
-def one_hot(ids: np.ndarray, vocab: int) -> ms.Tensor:
-    out = np.zeros(ids.shape + (vocab,), np.float32)
-    np.put_along_axis(out, ids[..., None].astype(np.int64), 1.0, axis=-1)
-    return ms.Tensor(out)
-
-
-class RunCounter:
-    """A plain counter object (a Cell attribute that MindSpore leaves alone)."""
-
-    def __init__(self) -> None:
-        self.n = 0
-
-
-class StageCell(nn.Cell):
-    """The Cells of one virtual stage: [embedding] + blocks first..last + [head].
-
-    ``construct(x, labels)``: x is one-hot tokens on the first stage, else the activation;
-    returns the activation, or the loss times ``loss_scale`` on the last stage.
-    """
-
-    def __init__(self, cfg: dict, seed: int, layers: tuple[int, int], num_layers: int, first: bool, last: bool,
-                 loss_scale: float):
-        super().__init__()
-        self.first, self.last, self.loss_scale = first, last, loss_scale
-        self.embed = Embedding(cfg, seed) if first else None
-        self.blocks = nn.CellList([Block(cfg, seed, l) for l in range(layers[0], layers[1] + 1)])
-        self.head = Head(cfg, seed, num_layers) if last else None
-        self.runs = RunCounter()  # how many times construct ran (a recompute would show here)
-
-    def named_params(self) -> list[tuple[str, ms.Parameter]]:
-        """(global name, Parameter) in a fixed order: the flat layout of the HSDP state."""
-        # MindSpore renames a Parameter after its attribute path ("blocks.0.wo"), so the global
-        # name is rebuilt from the owning Cell: "embed.table", "layer3.wo", "head.w".
-        cells = ([("embed", self.embed)] if self.embed is not None else []) + \
-            [(f"layer{b.layer}", b) for b in self.blocks] + ([("head", self.head)] if self.head is not None else [])
-        return [(f"{prefix}.{p.name.rsplit('.', 1)[-1]}", p) for prefix, c in cells
-                for p in c.get_parameters(expand=False)]
-
-    def construct(self, x, labels):
-        self.runs.n += 1
-        if self.embed is not None:
-            x = self.embed(x)
-        for blk in self.blocks:
-            x = blk(x)
-        if self.head is not None:
-            return self.head(x, labels) * self.loss_scale
-        return x
-
+def build(model_cfg: dict) -> ModelParts:
+    """The default ``train.model`` factory: the decoder as ModelParts (embedding, ``num_layers``
+    blocks, head). ``model_cfg`` is the ``model:`` section with its defaults (runconfig.MODEL_DEFAULTS)
+    plus ``num_layers``; ``seed`` seeds the initial values."""
+    seed, n = model_cfg["seed"], model_cfg["num_layers"]
+    return ModelParts(Embedding(model_cfg, seed), [Block(model_cfg, seed, l) for l in range(n)],
+                      Head(model_cfg, seed, n))

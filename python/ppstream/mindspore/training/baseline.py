@@ -13,26 +13,31 @@ import os
 import time
 
 
-def train_baseline(cfg, dp: int, steps: int, corpus=None, log: dict | None = None) -> tuple[list[float], list[float], dict]:
+def train_baseline(cfg, dp: int, steps: int, data=None, log: dict | None = None,
+                   eval_data=None) -> tuple[list[float], list[float], dict]:
     """(loss per step, step ms, final parameters {name: array}); MindSpore must be set up.
-    ``log``, when given, receives ``opt`` (OptStep's record per step: grad_norm, lr, loss_scale,
-    skipped) and ``eval`` ([steps done, eval loss] per evaluation)."""
+    ``data``: the GlobalBatches to read (default: the config's ``train.data`` for ``dp`` ranks);
+    ``eval_data``: the held-out batches (default: ``recipe.open_eval_data``). ``log``, when given,
+    receives ``opt`` (OptStep's record per step: grad_norm, lr, loss_scale, skipped) and ``eval``
+    ([steps done, eval loss] per evaluation)."""
     import mindspore as ms
 
     from ppstream.mindspore.components.evaluate import should_evaluate
+    from ppstream.mindspore.model.stage_cell import StageCell
     from ppstream.mindspore.parallel.groups import Group
+    from ppstream.mindspore.recipe import build_parts, open_data, open_eval_data, to_tensor
     from ppstream.mindspore.training.hsdp import HsdpState
-    from ppstream.mindspore.model.moe import StageCell, one_hot
-    from ppstream.mindspore.training.rank import build_opt_step, text_data
+    from ppstream.mindspore.training.rank import build_opt_step
     from ppstream.mindspore.training.stage import PipelineStage
 
-    m, t = cfg.model, cfg.train
     n_mb = cfg.micro_batch_num
-    cell = StageCell(m, t["seed"], (0, cfg.num_layers - 1), cfg.num_layers, True, True, 1.0 / (n_mb * dp))
+    parts = build_parts(cfg)
+    cell = StageCell(parts, (0, cfg.num_layers - 1), True, True, 1.0 / (n_mb * dp))
     stage = PipelineStage(0, cell)
     solo = Group("solo", (0,), 0)
-    state = HsdpState(stage, solo, solo, sharded=False, reduced=False, train_cfg=t)
-    data, eval_data = text_data(cfg, dp, corpus)
+    state = HsdpState(stage, solo, solo, sharded=False, reduced=False, train_cfg=cfg.train)
+    data = open_data(cfg, dp) if data is None else data
+    eval_data = open_eval_data(cfg, dp) if eval_data is None else eval_data
     opt = build_opt_step(cfg, steps, None)
     log = {} if log is None else log
     log.update(opt=[], eval=[])
@@ -42,39 +47,36 @@ def train_baseline(cfg, dp: int, steps: int, corpus=None, log: dict | None = Non
         total: ms.Tensor | None = None
         for d in range(dp):
             for j in range(n_mb):
-                tok, lab = data.microbatch(step, d, j)
-                loss = stage.forward(j, one_hot(tok, m["vocab"]), one_hot(lab, m["vocab"]))
+                x, y = data.microbatch(step, d, j)
+                loss = stage.forward(j, to_tensor(x), to_tensor(y))
                 total = loss if total is None else total + loss
                 stage.backward(j, None, opt.loss_scale)
         opt.run({0: state}, None, step)
         log["opt"].append(opt.record)
         losses.append(float(total.asnumpy()))
         step_ms.append((time.perf_counter() - t0) * 1e3)
-        if should_evaluate(t, step + 1):
-            log["eval"].append([step + 1, _evaluate(stage, eval_data, dp, n_mb, int(t["eval_batches"]), m["vocab"])])
+        if should_evaluate(cfg.train, step + 1):
+            log["eval"].append([step + 1, _evaluate(stage, eval_data, dp, n_mb, int(cfg.train["eval_batches"]))])
     return losses, step_ms, state.full_parameters(None, "final")
 
 
-def _evaluate(stage, data, dp: int, n_mb: int, batches: int, vocab: int) -> float:
+def _evaluate(stage, data, dp: int, n_mb: int, batches: int) -> float:
     """Mean over held-out batches 0..batches-1 of the global batch's mean loss (no graph recorded)."""
-    from ppstream.mindspore.model.moe import one_hot
+    from ppstream.mindspore.recipe import to_tensor
     total = 0.0
     for i in range(batches):
         for d in range(dp):
             for j in range(n_mb):
-                tok, lab = data.microbatch(i, d, j)
-                total += float(stage.evaluate(one_hot(tok, vocab), one_hot(lab, vocab)).asnumpy())
+                x, y = data.microbatch(i, d, j)
+                total += float(stage.evaluate(to_tensor(x), to_tensor(y)).asnumpy())
     return total / batches
 
 
 def run_baseline(cfg, dp: int, steps: int, out_dir: str) -> dict:
     import numpy as np
-    import mindspore as ms
 
-    ms.set_device("CPU")
-    ms.set_context(mode=ms.PYNATIVE_MODE)
-    from ppstream.mindspore.launch.worker import cpu_settings
-    cpu_settings()
+    from ppstream.mindspore.launch.worker import setup_mindspore_cpu
+    setup_mindspore_cpu()
     log: dict = {}
     losses, step_ms, params = train_baseline(cfg, dp, steps, log=log)
     for step, (loss, ms_) in enumerate(zip(losses, step_ms)):

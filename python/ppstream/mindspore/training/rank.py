@@ -1,5 +1,9 @@
 """RankRuntime: one rank's stages, HSDP states, data, optimizer step and executor, built from the run config.
 
+The model comes from the ``train.model`` factory (every rank builds all ModelParts and keeps
+its virtual stages' parts), the data from ``train.data`` (recipe.py); the stage-boundary
+buffers' shape and dtype from running ``first`` on the rank's first microbatch.
+
 Shared by the msrun worker (one rank per process) and the in-process tests (every rank of a
 ``FakeWorld`` in one process): given the run config, the rank's topology, its program and a
 platform, it builds the rank and runs steps and evaluations. Knows nothing about processes or
@@ -14,12 +18,13 @@ from ppstream.mindspore.components.evaluate import forward_program
 from ppstream.mindspore.components.loss_scale import DynamicLossScaler, scaling_enabled
 from ppstream.mindspore.components.lr_schedule import LrSchedule
 from ppstream.mindspore.components.opt_step import OptStep
-from ppstream.mindspore.data.text import TextData, load_corpus, split_holdout
 from ppstream.mindspore.training.executor import ActivationSpec, Executor, Progress
 from ppstream.mindspore.parallel.groups import Topology
 from ppstream.mindspore.training.hsdp import HsdpState
-from ppstream.mindspore.model.moe import StageCell, activation_spec, one_hot
+from ppstream.mindspore.model.protocol import boundary_of
+from ppstream.mindspore.model.stage_cell import StageCell
 from ppstream.mindspore.platforms.base import Platform
+from ppstream.mindspore.recipe import build_parts, open_data, open_eval_data, to_tensor
 from ppstream.mindspore.runconfig import RunConfig
 from ppstream.mindspore.training.stage import PipelineStage
 from ppstream.mindspore.training.trace import HostTrace
@@ -28,47 +33,42 @@ from ppstream.mindspore.training.trace import HostTrace
 def build_opt_step(cfg: RunConfig, steps: int, norm_group) -> OptStep:
     """The OPT_STEP component of a run of ``steps`` steps (the schedule's default decay length)."""
     t = cfg.train
-    scaler = DynamicLossScaler.from_train(t) if scaling_enabled(t, cfg.model["dtype"]) else None
+    scaler = DynamicLossScaler.from_train(t) if scaling_enabled(t, cfg.model_dtype) else None
     return OptStep(LrSchedule.from_train(t, steps), t["clip_grad"], scaler, norm_group)
-
-
-def text_data(cfg: RunConfig, dp: int, corpus=None) -> tuple[TextData, TextData | None]:
-    """(training data, held-out evaluation data or None when evaluation is off)."""
-    m, t = cfg.model, cfg.train
-    corpus = load_corpus(t["data"]) if corpus is None else corpus
-    held = None
-    if t["eval_every"] > 0:
-        corpus, held = split_holdout(corpus, t["eval_holdout"])
-    mk = lambda c: TextData(c, m["seq_len"], t["micro_batch_size"], cfg.micro_batch_num, dp, t["seed"])  # noqa: E731
-    return mk(corpus), (mk(held) if held is not None else None)
 
 
 class RankRuntime:
 
     def __init__(self, cfg: RunConfig, topo: Topology, program: dict, mode: str, platform: Platform,
-                 progress: Progress | None = None, corpus=None, steps: int | None = None):
+                 progress: Progress | None = None, data=None, steps: int | None = None, eval_data="config"):
+        """``data``: the GlobalBatches to read (default: the config's ``train.data``); ``eval_data``:
+        the held-out batches (``"config"``: ``recipe.open_eval_data``, None with evaluation off;
+        None: none, ``evaluate`` then takes them as its argument); ``steps``: the run's length
+        for the LR schedule (default ``train.steps``)."""
         self.cfg, self.topo, self.platform = cfg, topo, platform
-        m, t = cfg.model, cfg.train
+        t = cfg.train
         self.opt = build_opt_step(cfg, int(t["steps"]) if steps is None else steps, topo.norm_group())
         platform.setup(CommPlan(topo, program, norm=self.opt.needs_stats))
-        self.stages, self.states = self._build_stages(mode)
-        self.data, self.eval_data = text_data(cfg, topo.dp, corpus)
+        parts = build_parts(cfg)
+        self.data = open_data(cfg, topo.dp) if data is None else data
+        self.eval_data = open_eval_data(cfg, topo.dp) if isinstance(eval_data, str) else eval_data
+        x0, _y0 = self.data.microbatch(0, topo.dp_index, 0)
+        bound = boundary_of(parts, to_tensor(x0), f"train.model={cfg.train['model']!r}")
+        self.stages, self.states = self._build_stages(mode, parts)
         self.trace = HostTrace(topo.rank, topo.pp_rank)
-        shape, dtype = activation_spec(m, t["micro_batch_size"])
-        act = ActivationSpec(shape, dtype)
+        act = ActivationSpec(bound.shape, bound.dtype)
         progress = progress or Progress(None)
         self.executor = Executor(program, cfg.num_stages, self.stages, self.states, platform, act, self.trace,
                                  progress, opt=self.opt)
         self.evaluator = Executor(forward_program(program), cfg.num_stages, self.stages, self.states, platform, act,
                                   HostTrace(topo.rank, topo.pp_rank), progress, forward_only=True)
 
-    def _build_stages(self, mode: str) -> tuple[dict[int, PipelineStage], dict[int, HsdpState]]:
+    def _build_stages(self, mode: str, parts) -> tuple[dict[int, PipelineStage], dict[int, HsdpState]]:
         cfg, topo = self.cfg, self.topo
         shard_g, rep_g = topo.shard_group(), topo.replicate_group()
         stages, states = {}, {}
         for s in topo.local_stages():
-            cell = StageCell(cfg.model, cfg.train["seed"], cfg.stage_layers[s], cfg.num_layers, s == 0,
-                             s == cfg.num_stages - 1, 1.0 / cfg.micro_batch_num)
+            cell = StageCell(parts, cfg.stage_layers[s], s == 0, s == cfg.num_stages - 1, 1.0 / cfg.micro_batch_num)
             stages[s] = PipelineStage(s, cell, recompute=cfg.train["recompute"])
             states[s] = HsdpState(stages[s], shard_g, rep_g, sharded=(mode != "none" and topo.shard > 1),
                                   reduced=(mode != "none"), train_cfg=cfg.train)
@@ -78,14 +78,13 @@ class RankRuntime:
     def holds_loss(self) -> bool:
         return (self.cfg.num_stages - 1) in self.stages
 
-    def _batches(self, data: TextData, index: int):
-        vocab = self.cfg.model["vocab"]
+    def _batches(self, data, index: int):
         cache: dict[int, tuple[ms.Tensor, ms.Tensor]] = {}
 
         def batch(mb: int):
             if mb not in cache:
-                tok, lab = data.microbatch(index, self.topo.dp_index, mb)
-                cache[mb] = (one_hot(tok, vocab), one_hot(lab, vocab))
+                x, y = data.microbatch(index, self.topo.dp_index, mb)
+                cache[mb] = (to_tensor(x), to_tensor(y))
             return cache[mb]
 
         return batch
@@ -94,13 +93,15 @@ class RankRuntime:
         """One step; the sum of this rank's scaled last-stage losses (None without the last stage)."""
         return self.executor.run_step(step, self._batches(self.data, step))
 
-    def evaluate(self) -> float | None:
-        """The mean over ``train.eval_batches`` held-out batches of this rank's summed scaled
-        last-stage losses (None without the last stage); components/evaluate.py."""
-        if self.eval_data is None:
+    def evaluate(self, data=None) -> float | None:
+        """The mean over the held-out batches (``data``, a HeldOutBatches, default the config's)
+        of this rank's summed scaled last-stage losses (None without the last stage);
+        components/evaluate.py."""
+        data = self.eval_data if data is None else data
+        if data is None:
             raise RuntimeError("evaluate: train.eval_every is 0 (no held-out data)")
-        n = int(self.cfg.train["eval_batches"])
-        got = [self.evaluator.run_step(i, self._batches(self.eval_data, i)) for i in range(n)]
+        n = len(data.batches)
+        got = [self.evaluator.run_step(i, self._batches(data, i)) for i in range(n)]
         return None if got[0] is None else sum(got) / n
 
     def full_parameters(self) -> dict:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import mindspore as ms
 from mindspore import ops
 
-from ppstream.mindspore.model.moe import StageCell
+from ppstream.mindspore.model.stage_cell import StageCell
 
 
 class PipelineStage:
