@@ -15,6 +15,7 @@
 
 #include "ppstream/analyze/trace_writer.h"
 #include "ppstream/lower/lower.h"
+#include "ppstream/sim/memory.h"
 #include "ppstream/replay/replay.h"
 #include "ppstream/sim/trace.h"
 #include "ppstream/verify/verify.h"
@@ -144,13 +145,27 @@ StepRecord run_one_step(Device& device, Progress& progress, const ReplayOptions&
 // Rank 0: the measured figures of the median step (the lower middle for an even count), so a
 // step stalled by the machine's load, or the first one's warm-up, is not what is reported;
 // every step's time goes into trials.
-sim::PolicyRun median_step_run(const ProgramSet& set, ReducePolicy policy, const std::vector<StepRecord>& steps,
-                               const std::vector<EngineResult>& runs, const sim::SimCostModel& model) {
+// The memory model (sim/memory.h) runs on the measured timings: the median step's report, the
+// peak over every step (as simulate's is over every trial).
+sim::PolicyRun median_step_run(const ProgramSet& set, const PipelineConfig& cfg, ReducePolicy policy,
+                               const std::vector<StepRecord>& steps, const std::vector<EngineResult>& runs,
+                               const sim::SimCostModel& model, const sim::CostSpec& cost) {
   std::vector<double> step_times;
   std::vector<size_t> order(steps.size());
   for (size_t k = 0; k < steps.size(); ++k) step_times.push_back(steps[k].step_ms), order[k] = k;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return step_times[a] < step_times[b]; });
-  return measured_policy_run(set, policy, runs[order[(order.size() - 1) / 2]], model, step_times);
+  const size_t median = order[(order.size() - 1) / 2];
+  sim::PolicyRun pr = measured_policy_run(set, policy, runs[median], model, step_times);
+  const auto cost_it = cfg.extra_sections.find("cost");
+  const sim::MemorySpec spec =
+      sim::parse_memory_spec(cost_it == cfg.extra_sections.end() ? std::string() : cost_it->second, cost);
+  pr.memory = sim::compute_memory(set, runs[median], cfg.stage_layers, spec);
+  pr.peak_memory_bytes = pr.memory.peak_bytes;
+  for (size_t k = 0; k < runs.size(); ++k)
+    if (k != median)
+      pr.peak_memory_bytes =
+          std::max(pr.peak_memory_bytes, sim::compute_memory(set, runs[k], cfg.stage_layers, spec).peak_bytes);
+  return pr;
 }
 
 // Runs every step of one policy on this rank, then gathers the timings on rank 0.
@@ -185,7 +200,7 @@ PolicyOutcome run_policy(const PipelineConfig& cfg, const ReplayOptions& opts, R
   MPI_Comm_free(&shard_comm);
   MPI_Comm_free(&repl_comm);
   if (me == 0) {
-    out.run = median_step_run(set, policy, steps, runs, model);
+    out.run = median_step_run(set, cfg, policy, steps, runs, model, cost);
     if (!opts.trace_dir.empty())
       write_traces(policy_trace_dir(opts.trace_dir, policy, std::max<size_t>(1, opts.policies.size())), policy, set, steps,
                    runs);
