@@ -180,7 +180,9 @@ void bind_sim_analyze(py::module_& m) {
                       py::arg("file") = py::module_::import("sys").attr("stderr"), py::arg("flush") = true);
           };
         }
-        const auto r = whatif::analyze_paths(paths, o);
+        // One ppstream trace: the stream-program path (docs/whatif.md "Our traces").
+        const bool ours = paths.size() == 1 && whatif::is_ppstream_trace(paths.front());
+        const auto r = ours ? whatif::analyze_ppstream_trace(paths.front(), o) : whatif::analyze_paths(paths, o);
         const auto write = [](const std::string& path, const std::string& text) {
           std::ofstream f(path);
           if (!f || !(f << text)) throw std::runtime_error("whatif: cannot write " + path);

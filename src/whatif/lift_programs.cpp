@@ -1,0 +1,346 @@
+// The what-if of ppstream's own traces (docs/whatif.md "Our traces"): the trace's config is
+// compiled again (every pass, place-reductions included), verified, and joined slice by slice
+// with the trace; the measured costs drive the engine (MeasuredCostModel); ideal costs, the
+// attribution by DP rank / PP rank / op type / worker, and the --reduce-grad counterfactual are
+// engine runs of compiled, verified program sets.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "measured_cost.h"
+#include "our_trace.h"
+#include "ppstream/config/config.h"
+#include "ppstream/lower/lower.h"
+#include "ppstream/program/format.h"
+#include "ppstream/verify/verify.h"
+#include "ppstream/whatif/whatif.h"
+
+namespace ppstream::whatif {
+namespace {
+
+using Costs = std::vector<std::vector<MeasuredCost>>;
+
+bool is_comm(OpKind op) { return op == OpKind::BATCH || op == OpKind::UNSHARD || op == OpKind::REDUCE_GRAD; }
+bool has_cost(OpKind op) { return op != OpKind::RECORD && op != OpKind::WAIT; }
+
+ProgramSet compile_lifted(const PipelineConfig& cfg, const std::string& what) {
+  LowerOptions lo;
+  lo.expanded = true;
+  ProgramSet set = compile(cfg, lo);
+  require_verified(set, {}, what);
+  return set;
+}
+
+// The slice of each instruction, consumed from `t` (what is left afterwards names no instruction).
+struct Joined {
+  std::vector<std::vector<const OurSlice*>> slice;  // [prog][instr], nullptr: not drawn
+};
+
+Joined join(const ProgramSet& set, OurTrace& t, const std::string& cfg_path) {
+  Joined j;
+  j.slice.resize(set.programs.size());
+  std::map<int32_t, std::map<std::string, OurSlice>> used;
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    const Program& prog = set.programs[p];
+    j.slice[p].assign(prog.instrs.size(), nullptr);
+    auto& row = t.slices[prog.rank.v];
+    for (size_t k = 0; k < prog.instrs.size(); ++k) {
+      const Instr& i = prog.instrs[k];
+      if (!has_cost(i.op)) continue;
+      const std::string line = to_line(prog, i);
+      auto it = row.find(line);
+      if (it == row.end()) {
+        if (is_comm(i.op))
+          throw LiftError(fmt::format("whatif: {}: no slice for '{}' (rank {}), an instruction of the programs "
+                                      "compiled from {}: the trace and its config disagree",
+                                      t.path, line, prog.rank.v, cfg_path));
+        continue;  // compute of zero length is not drawn
+      }
+      auto& dst = used[prog.rank.v];
+      auto node = row.extract(it);
+      j.slice[p][k] = &dst.insert(std::move(node)).position->second;
+    }
+  }
+  for (const auto& [rank, row] : t.slices) {
+    if (!row.empty())
+      throw LiftError(fmt::format("whatif: {}: slice '{}' of rank {} names no instruction of the programs compiled "
+                                  "from {} ({} such slices)",
+                                  t.path, row.begin()->first, rank, cfg_path, row.size()));
+  }
+  t.slices = std::move(used);
+  return j;
+}
+
+// The measured cost of every instruction (rules: measured_cost.h, docs/whatif.md).
+MeasuredTable measure(const ProgramSet& set, const Joined& j, const World& world) {
+  // Where each P2P op sits: (rank, kind, mb, stage) → its batch's slice.
+  std::map<std::tuple<int32_t, P2PKind, int32_t, int32_t>, const OurSlice*> batch_of;
+  // Collective members by (op, stage, group, occurrence).
+  std::map<std::tuple<OpKind, int32_t, int32_t, int32_t>, double> last_arrival;
+  const auto group_of = [&](const Program& prog, const Instr& i) {
+    return i.op == OpKind::REDUCE_GRAD ? prog.pp_rank : prog.rank.v / std::max(1, world.shard);
+  };
+  std::vector<std::map<std::pair<OpKind, int32_t>, int32_t>> occ(set.programs.size());
+  const auto occurrence = [&](size_t p, const Instr& i) { return occ[p][{i.op, i.stage.v}]++; };
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    const Program& prog = set.programs[p];
+    for (size_t k = 0; k < prog.instrs.size(); ++k) {
+      const Instr& i = prog.instrs[k];
+      const OurSlice* s = j.slice[p][k];
+      if (!s) continue;
+      if (i.op == OpKind::BATCH)
+        for (const P2POp& op : i.p2p) batch_of[{prog.rank.v, op.kind, op.mb.v, op.stage.v}] = s;
+      if (i.op == OpKind::UNSHARD || i.op == OpKind::REDUCE_GRAD) {
+        double& a = last_arrival[{i.op, i.stage.v, group_of(prog, i), occurrence(p, i)}];
+        a = std::max(a, s->start_ms + s->arrival_ms);
+      }
+    }
+  }
+  for (auto& o : occ) o.clear();
+  MeasuredTable table(static_cast<size_t>(world.pp * world.dp()));
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    const Program& prog = set.programs[p];
+    auto& row = table.at(static_cast<size_t>(prog.rank.v));
+    for (size_t k = 0; k < prog.instrs.size(); ++k) {
+      const Instr& i = prog.instrs[k];
+      const OurSlice* s = j.slice[p][k];
+      if (!s) continue;
+      MeasuredCost c;
+      if (i.op == OpKind::BATCH) {
+        double posted = s->start_ms;
+        for (const P2POp& op : i.p2p) {
+          // The mirror: SEND_F mb s → RECV_F mb s+1 on the peer, RECV_F mb s ← SEND_F mb s-1, and
+          // backwards the other way (ir.h P2POp: mb/stage are the local stage's).
+          const int32_t d = op.kind == P2PKind::SEND_F || op.kind == P2PKind::RECV_B ? 1 : -1;
+          const P2PKind mk = op.kind == P2PKind::SEND_F   ? P2PKind::RECV_F
+                             : op.kind == P2PKind::RECV_F ? P2PKind::SEND_F
+                             : op.kind == P2PKind::SEND_B ? P2PKind::RECV_B
+                                                          : P2PKind::SEND_B;
+          const auto it = batch_of.find({op.peer.v, mk, op.mb.v, op.stage.v + d});
+          if (it == batch_of.end())
+            throw LiftError(fmt::format("whatif: rank {}: '{}' has no mirror {} mb{} s{} on rank {} in the trace",
+                                        prog.rank.v, to_line(prog, i), to_string(mk), op.mb.v, op.stage.v + d,
+                                        op.peer.v));
+          posted = std::max(posted, it->second->start_ms);
+        }
+        c.ms = std::max(0.0, s->end_ms - posted);
+      } else if (i.op == OpKind::UNSHARD || i.op == OpKind::REDUCE_GRAD) {
+        const double last = last_arrival.at({i.op, i.stage.v, group_of(prog, i), occurrence(p, i)});
+        c.ms = std::max(0.0, s->end_ms - last);
+        c.arrival_ms = s->arrival_ms;
+      } else {
+        c.ms = s->end_ms - s->start_ms;
+      }
+      row[op_text(prog, i)] = c;
+    }
+  }
+  return table;
+}
+
+double makespan(const ProgramSet& set, const Costs& costs, const std::string& what) {
+  MeasuredCostModel model(set, costs);
+  EngineOptions eo;
+  eo.platform = PlatformKind::ASCEND_MINDSPORE;
+  eo.cost = &model;
+  const EngineResult r = run_engine(set, eo);
+  if (!r.completed) throw LiftError("whatif: " + what + " deadlocked:\n" + format_deadlock(set, r));
+  return r.makespan_ms;
+}
+
+// The ideal groups instructions by op kind and virtual stage (BATCH and OPT_STEP: op kind only):
+// a stage's layer count is the config's (stage 7 of the seed's layout has 3 layers, the others 6),
+// an imbalance the configuration decides, not a straggler.
+using IdealKey = std::pair<OpKind, int32_t>;
+IdealKey ideal_key(const Instr& i) {
+  const bool staged = i.op != OpKind::BATCH && i.op != OpKind::OPT_STEP;
+  return {i.op, staged ? i.stage.v : -1};
+}
+
+struct Ideal {
+  std::map<IdealKey, MeasuredCost> by_key;
+  std::set<OpKind> ops;
+};
+
+double agg(std::vector<double> v, bool median) {
+  if (v.empty()) return 0;
+  if (median) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  }
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+// Per (op kind, stage) over every DP rank: compute by its mean (or median), communication and
+// arrival delays by their median (the artifact's rule, as the Megatron path).
+Ideal ideal_of(const ProgramSet& set, const Costs& m, Agg a) {
+  std::map<IdealKey, std::pair<std::vector<double>, std::vector<double>>> v;
+  for (size_t p = 0; p < set.programs.size(); ++p)
+    for (size_t k = 0; k < set.programs[p].instrs.size(); ++k) {
+      const Instr& i = set.programs[p].instrs[k];
+      if (!has_cost(i.op)) continue;
+      auto& xs = v[ideal_key(i)];
+      xs.first.push_back(m[p][k].ms);
+      xs.second.push_back(m[p][k].arrival_ms);
+    }
+  Ideal id;
+  for (auto& [key, xs] : v) {
+    id.by_key[key] = {agg(xs.first, a == Agg::MEDIAN || is_comm(key.first)), agg(xs.second, true)};
+    id.ops.insert(key.first);
+  }
+  return id;
+}
+
+// Costs with `keep(program, instr)` measured and the rest ideal.
+Costs mixed(const ProgramSet& set, const Costs& m, const Ideal& id,
+            const std::function<bool(const Program&, const Instr&)>& keep) {
+  Costs out = m;
+  for (size_t p = 0; p < set.programs.size(); ++p)
+    for (size_t k = 0; k < set.programs[p].instrs.size(); ++k) {
+      const Instr& i = set.programs[p].instrs[k];
+      if (!has_cost(i.op) || keep(set.programs[p], i)) continue;
+      out[p][k] = id.by_key.at(ideal_key(i));
+    }
+  return out;
+}
+
+}  // namespace
+
+WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions& opts) {
+  const std::string cfg_path = path + ".config.yaml";
+  if (!std::filesystem::exists(cfg_path))
+    throw LiftError(fmt::format("whatif: {}: no {} beside it (the configuration that ran; `ppstream simulate "
+                                "--trace` writes it)",
+                                path, cfg_path));
+  if (opts.steps) throw LiftError("whatif: --steps: a ppstream trace holds one step");
+  OurTrace t = read_our_trace(path);
+  const PipelineConfig cfg = load_config_file(cfg_path);
+  const ProgramSet set = compile_lifted(cfg, fmt::format("whatif: the programs lifted from {}", path));
+  const World& world = set.world;
+  if (static_cast<int64_t>(t.slices.size()) != int64_t{world.pp} * world.dp())
+    throw LiftError(fmt::format("whatif: {}: the trace draws {} ranks, the configuration's world has {}: write it with "
+                                "`ppstream simulate --cluster --trace-every-rank` (every collective member must be seen)",
+                                path, t.slices.size(), world.pp * world.dp()));
+  const Joined j = join(set, t, cfg_path);
+  const MeasuredTable table = measure(set, j, world);
+  const Costs m = costs_for(set, table);
+  const Ideal id = ideal_of(set, m, opts.agg);
+
+  WhatIfResult res;
+  res.dp = world.dp();
+  res.pp = world.pp;
+  res.vpp = world.vpp;
+  res.ops = t.slices_read;
+  for (const Program& p : set.programs) res.graph_ops += static_cast<int64_t>(p.instrs.size());
+  res.graph_ops /= world.dp();  // per DP rank: the instructions of one pipeline replica
+  const double measured = t.last_end_ms - std::min(0.0, t.first_start_ms);
+  int64_t runs = 0;
+  const int64_t total = 2 + (opts.reduce_grad ? 2 : 0) + res.dp + res.pp + static_cast<int64_t>(id.ops.size()) +
+                        int64_t{res.dp} * res.pp + 2;
+  const auto run = [&](const ProgramSet& s, const Costs& c, const std::string& what) {
+    const double ms = makespan(s, c, what);
+    if (opts.progress) opts.progress(++runs, total);
+    return ms;
+  };
+  const double resim = run(set, m, "the lifted programs with their measured costs");
+  const auto all_ideal = mixed(set, m, id, [](const Program&, const Instr&) { return false; });
+  const double ideal = run(set, all_ideal, "the lifted programs with ideal costs");
+  StepFigures f;
+  f.step = 0;
+  f.measured_ms = measured;
+  f.resimulated_ms = resim;
+  f.nodelay_ms = resim;
+  f.ideal_ms = ideal;
+  f.slowdown = resim / ideal;
+  res.steps.push_back(f);
+  res.slowdown = f.slowdown;
+  res.launch_slowdown = 1.0;
+  res.launch_delay_share = 0.0;
+  res.max_resim_error = std::abs(resim - measured) / measured;
+  res.notes.push_back(fmt::format("lifted: {} programs compiled from {} ({} policy), verified; {} slices joined, {} "
+                                  "EVENT_WAIT slices left to the engine",
+                                  set.programs.size(), cfg_path, to_string(cfg.reduce_grad), t.slices_read,
+                                  t.waits_skipped));
+  res.notes.push_back("launch delays: not lifted from ppstream traces (the engine has no host issue cost); "
+                      "nodelay = re-simulated");
+
+  if (opts.reduce_grad && *opts.reduce_grad != ReducePolicy::NONE) {
+    PipelineConfig c2 = cfg;
+    c2.reduce_grad = *opts.reduce_grad;
+    const ProgramSet set2 = compile_lifted(c2, fmt::format("whatif: the {} programs of {}", to_string(c2.reduce_grad), path));
+    const Costs m2 = costs_for(set2, table);
+    WhatIfResult::Prediction pr;
+    pr.policy = to_string(c2.reduce_grad);
+    pr.measured_costs_ms = run(set2, m2, "the re-placed programs, measured costs");
+    pr.ideal_costs_ms = run(set2, mixed(set2, m2, id, [](const Program&, const Instr&) { return false; }),
+                            "the re-placed programs, ideal costs");
+    pr.per_step_ms = {pr.measured_costs_ms};
+    pr.traced_ms = resim;
+    pr.traced_ideal_ms = ideal;
+    res.predicted = pr;
+  }
+
+  const int32_t dp = res.dp;
+  const auto dp_index = [dp](const Program& p) { return p.rank.v - p.pp_rank * dp; };
+  const double span = resim - ideal;
+  {
+    const int32_t last = world.pp - 1;
+    const double rem = run(set, mixed(set, m, id, [&](const Program& p, const Instr&) { return p.pp_rank != last; }), "M_S");
+    const double add = run(set, mixed(set, m, id, [&](const Program& p, const Instr&) { return p.pp_rank == last; }), "M_S");
+    res.m_s = span != 0 ? (resim - rem) / span : 0;
+    res.m_s_add = span != 0 ? (add - ideal) / span : 0;
+  }
+  if (res.slowdown < opts.decompose_threshold) {
+    res.notes.push_back(fmt::format("S = {:.4f} is below the attribution threshold {:.4f}: no attribution, no M_W",
+                                    res.slowdown, opts.decompose_threshold));
+    return res;
+  }
+  res.attributed = true;
+  for (int32_t d = 0; d < dp; ++d)
+    res.by_dp_rank[std::to_string(d)] =
+        run(set, mixed(set, m, id, [&](const Program& p, const Instr&) { return dp_index(p) == d; }), "by DP rank") / ideal;
+  for (int32_t s = 0; s < world.pp; ++s)
+    res.by_stage[std::to_string(s)] =
+        run(set, mixed(set, m, id, [&](const Program& p, const Instr&) { return p.pp_rank == s; }), "by stage") / ideal;
+  for (const OpKind op : id.ops)
+    res.by_op_type[to_string(op)] =
+        run(set, mixed(set, m, id, [op](const Program&, const Instr& i) { return i.op == op; }), "by op type") / ideal;
+  // Workers: keep one (DP index, PP rank) measured, the rest ideal (the paper's S_w, Eq. 4, with
+  // the worker itself rather than the artifact's min(S_dp, S_stage) score).
+  res.worker_score.assign(static_cast<size_t>(dp), std::vector<double>(static_cast<size_t>(world.pp)));
+  std::vector<std::tuple<double, int32_t, int32_t>> ranked;  // (score, pp rank, dp index)
+  for (int32_t d = 0; d < dp; ++d)
+    for (int32_t s = 0; s < world.pp; ++s) {
+      const double sw = run(set, mixed(set, m, id, [&](const Program& p, const Instr&) {
+                              return dp_index(p) == d && p.pp_rank == s;
+                            }), "by worker") / ideal;
+      res.worker_score[static_cast<size_t>(d)][static_cast<size_t>(s)] = sw;
+      res.by_worker[fmt::format("{},{}", d, s)] = sw;
+      ranked.emplace_back(sw, s, d);
+    }
+  std::sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) {
+    if (std::get<0>(x) != std::get<0>(y)) return std::get<0>(x) > std::get<0>(y);
+    return std::make_pair(std::get<1>(x), std::get<2>(x)) < std::make_pair(std::get<1>(y), std::get<2>(y));
+  });
+  const auto n = static_cast<size_t>((static_cast<int64_t>(ranked.size()) * 3 + 99) / 100);
+  std::set<std::pair<int32_t, int32_t>> chosen;
+  for (size_t i = 0; i < n; ++i) {
+    chosen.emplace(std::get<2>(ranked[i]), std::get<1>(ranked[i]));
+    res.m_w_workers.emplace_back(std::get<2>(ranked[i]), std::get<1>(ranked[i]));
+  }
+  const auto is_chosen = [&](const Program& p) { return chosen.count({dp_index(p), p.pp_rank}) > 0; };
+  const double rem = run(set, mixed(set, m, id, [&](const Program& p, const Instr&) { return !is_chosen(p); }), "M_W");
+  const double add = run(set, mixed(set, m, id, [&](const Program& p, const Instr&) { return is_chosen(p); }), "M_W");
+  res.m_w = span != 0 ? (resim - rem) / span : 0;
+  res.m_w_add = span != 0 ? (add - ideal) / span : 0;
+  return res;
+}
+
+}  // namespace ppstream::whatif
