@@ -83,7 +83,7 @@ MeasuredTable measure(const ProgramSet& set, const Joined& j, const World& world
   // Collective members by (op, stage, group, occurrence).
   std::map<std::tuple<OpKind, int32_t, int32_t, int32_t>, double> last_arrival;
   const auto group_of = [&](const Program& prog, const Instr& i) {
-    return i.op == OpKind::REDUCE_GRAD ? prog.pp_rank : prog.rank.v / std::max(1, world.shard);
+    return i.op == OpKind::REDUCE_GRAD ? prog.pp_rank : world.group_of(GroupKind::SHARD, prog.rank.v);
   };
   std::vector<std::map<std::pair<OpKind, int32_t>, int32_t>> occ(set.programs.size());
   const auto occurrence = [&](size_t p, const Instr& i) { return occ[p][{i.op, i.stage.v}]++; };
@@ -114,18 +114,11 @@ MeasuredTable measure(const ProgramSet& set, const Joined& j, const World& world
       if (i.op == OpKind::BATCH) {
         double posted = s->start_ms;
         for (const P2POp& op : i.p2p) {
-          // The mirror: SEND_F mb s → RECV_F mb s+1 on the peer, RECV_F mb s ← SEND_F mb s-1, and
-          // backwards the other way (ir.h P2POp: mb/stage are the local stage's).
-          const int32_t d = op.kind == P2PKind::SEND_F || op.kind == P2PKind::RECV_B ? 1 : -1;
-          const P2PKind mk = op.kind == P2PKind::SEND_F   ? P2PKind::RECV_F
-                             : op.kind == P2PKind::RECV_F ? P2PKind::SEND_F
-                             : op.kind == P2PKind::SEND_B ? P2PKind::RECV_B
-                                                          : P2PKind::SEND_B;
-          const auto it = batch_of.find({op.peer.v, mk, op.mb.v, op.stage.v + d});
+          const P2POp mirror = mirror_of(op, prog.rank);  // ir.h: the peer's op that matches this one
+          const auto it = batch_of.find({op.peer.v, mirror.kind, mirror.mb.v, mirror.stage.v});
           if (it == batch_of.end())
-            throw LiftError(fmt::format("whatif: rank {}: '{}' has no mirror {} mb{} s{} on rank {} in the trace",
-                                        prog.rank.v, to_line(prog, i), to_string(mk), op.mb.v, op.stage.v + d,
-                                        op.peer.v));
+            throw LiftError(fmt::format("whatif: rank {}: '{}' has no mirror '{}' on rank {} in the trace", prog.rank.v,
+                                        to_line(prog, i), to_text(mirror), op.peer.v));
           posted = std::max(posted, it->second->start_ms);
         }
         c.ms = std::max(0.0, s->end_ms - posted);
