@@ -41,38 +41,40 @@ struct Joined {
   std::vector<std::vector<const OurSlice*>> slice;  // [prog][instr], nullptr: not drawn
 };
 
-Joined join(const ProgramSet& set, OurTrace& t, const std::string& cfg_path) {
+Joined join(const ProgramSet& set, OurSlices& slices, const std::string& path, const std::string& cfg_path) {
   Joined j;
   j.slice.resize(set.programs.size());
-  std::map<int32_t, std::map<std::string, OurSlice>> used;
   for (size_t p = 0; p < set.programs.size(); ++p) {
     const Program& prog = set.programs[p];
     j.slice[p].assign(prog.instrs.size(), nullptr);
-    auto& row = t.slices[prog.rank.v];
+    auto& row = slices[prog.rank.v];
+    std::map<std::string, size_t> taken;  // per text: slices joined so far
     for (size_t k = 0; k < prog.instrs.size(); ++k) {
       const Instr& i = prog.instrs[k];
       if (!has_cost(i.op)) continue;
       const std::string line = to_line(prog, i);
-      auto it = row.find(line);
-      if (it == row.end()) {
+      const auto it = row.find(line);
+      size_t& n = taken[line];
+      if (it == row.end() || n >= it->second.size()) {
         if (is_comm(i.op))
           throw LiftError(fmt::format("whatif: {}: no slice for '{}' (rank {}), an instruction of the programs "
                                       "compiled from {}: the trace and its config disagree",
-                                      t.path, line, prog.rank.v, cfg_path));
+                                      path, line, prog.rank.v, cfg_path));
         continue;  // compute of zero length is not drawn
       }
-      auto& dst = used[prog.rank.v];
-      auto node = row.extract(it);
-      j.slice[p][k] = &dst.insert(std::move(node)).position->second;
+      j.slice[p][k] = &it->second[n++];
+    }
+    for (const auto& [text, list] : row) {
+      const auto t = taken.find(text);
+      if (t == taken.end() || t->second < list.size())
+        throw LiftError(fmt::format("whatif: {}: slice '{}' of rank {} names no instruction of the programs compiled "
+                                    "from {} ({} slice(s) of that text, {} such instruction(s))",
+                                    path, text, prog.rank.v, cfg_path, list.size(), t == taken.end() ? 0 : t->second));
     }
   }
-  for (const auto& [rank, row] : t.slices) {
-    if (!row.empty())
-      throw LiftError(fmt::format("whatif: {}: slice '{}' of rank {} names no instruction of the programs compiled "
-                                  "from {} ({} such slices)",
-                                  t.path, row.begin()->first, rank, cfg_path, row.size()));
-  }
-  t.slices = std::move(used);
+  for (const auto& [rank, row] : slices)
+    if (rank < 0 || rank >= static_cast<int32_t>(set.programs.size()) || set.programs[static_cast<size_t>(rank)].rank.v != rank)
+      throw LiftError(fmt::format("whatif: {}: rank {} is not a rank of the programs compiled from {}", path, rank, cfg_path));
   return j;
 }
 
@@ -106,6 +108,7 @@ MeasuredTable measure(const ProgramSet& set, const Joined& j, const World& world
   for (size_t p = 0; p < set.programs.size(); ++p) {
     const Program& prog = set.programs[p];
     auto& row = table.at(static_cast<size_t>(prog.rank.v));
+    const std::vector<std::string> keys = instr_keys(prog);
     for (size_t k = 0; k < prog.instrs.size(); ++k) {
       const Instr& i = prog.instrs[k];
       const OurSlice* s = j.slice[p][k];
@@ -129,7 +132,7 @@ MeasuredTable measure(const ProgramSet& set, const Joined& j, const World& world
       } else {
         c.ms = s->end_ms - s->start_ms;
       }
-      row[op_text(prog, i)] = c;
+      row[keys[k]] = c;
     }
   }
   return table;
@@ -171,10 +174,11 @@ double agg(std::vector<double> v, bool median) {
   return s / static_cast<double>(v.size());
 }
 
-// Per (op kind, stage) over every DP rank: compute by its mean (or median), communication and
+// Per (op kind, stage) over every DP rank and step: compute by its mean (or median), communication and
 // arrival delays by their median (the artifact's rule, as the Megatron path).
-Ideal ideal_of(const ProgramSet& set, const Costs& m, Agg a) {
+Ideal ideal_of(const ProgramSet& set, const std::vector<Costs>& steps, Agg a) {
   std::map<IdealKey, std::pair<std::vector<double>, std::vector<double>>> v;
+  for (const Costs& m : steps)
   for (size_t p = 0; p < set.programs.size(); ++p)
     for (size_t k = 0; k < set.programs[p].instrs.size(); ++k) {
       const Instr& i = set.programs[p].instrs[k];
@@ -207,24 +211,33 @@ Costs mixed(const ProgramSet& set, const Costs& m, const Ideal& id,
 }  // namespace
 
 WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions& opts) {
-  const std::string cfg_path = path + ".config.yaml";
+  OurTrace t = read_our_trace(path);
+  const std::string& cfg_path = t.config_path;
   if (!std::filesystem::exists(cfg_path))
     throw LiftError(fmt::format("whatif: {}: no {} beside it (the configuration that ran; `ppstream simulate "
-                                "--trace` writes it)",
+                                "--trace` and `ppstream replay --trace DIR` write it)",
                                 path, cfg_path));
-  if (opts.steps) throw LiftError("whatif: --steps: a ppstream trace holds one step");
-  OurTrace t = read_our_trace(path);
+  if (opts.steps) {
+    std::erase_if(t.steps, [&](const OurStep& st) { return st.step < opts.steps->first || st.step > opts.steps->second; });
+    if (t.steps.empty())
+      throw LiftError(fmt::format("whatif: {}: no step in {}-{}", path, opts.steps->first, opts.steps->second));
+  }
   const PipelineConfig cfg = load_config_file(cfg_path);
   const ProgramSet set = compile_lifted(cfg, fmt::format("whatif: the programs lifted from {}", path));
   const World& world = set.world;
-  if (static_cast<int64_t>(t.slices.size()) != int64_t{world.pp} * world.dp())
-    throw LiftError(fmt::format("whatif: {}: the trace draws {} ranks, the configuration's world has {}: write it with "
-                                "`ppstream simulate --cluster --trace-every-rank` (every collective member must be seen)",
-                                path, t.slices.size(), world.pp * world.dp()));
-  const Joined j = join(set, t, cfg_path);
-  const MeasuredTable table = measure(set, j, world);
-  const Costs m = costs_for(set, table);
-  const Ideal id = ideal_of(set, m, opts.agg);
+  std::vector<MeasuredTable> tables;
+  std::vector<Costs> ms;
+  for (OurStep& st : t.steps) {
+    if (static_cast<int64_t>(st.slices.size()) != int64_t{world.pp} * world.dp())
+      throw LiftError(fmt::format("whatif: {}: step {} draws {} ranks, the configuration's world has {}: write it with "
+                                  "`ppstream simulate --cluster --trace-every-rank` (every collective member must be seen)",
+                                  path, st.step, st.slices.size(), world.pp * world.dp()));
+    const Joined j = join(set, st.slices, path, cfg_path);
+    tables.push_back(measure(set, j, world));
+    ms.push_back(costs_for(set, tables.back()));
+  }
+  const Ideal id = ideal_of(set, ms, opts.agg);
+  const auto n_steps = static_cast<int64_t>(ms.size());
 
   WhatIfResult res;
   res.dp = world.dp();
@@ -233,48 +246,60 @@ WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions
   res.ops = t.slices_read;
   for (const Program& p : set.programs) res.graph_ops += static_cast<int64_t>(p.instrs.size());
   res.graph_ops /= world.dp();  // per DP rank: the instructions of one pipeline replica
-  const double measured = t.last_end_ms - std::min(0.0, t.first_start_ms);
   int64_t runs = 0;
-  const int64_t total = 2 + (opts.reduce_grad ? 2 : 0) + res.dp + res.pp + static_cast<int64_t>(id.ops.size()) +
-                        int64_t{res.dp} * res.pp + 2;
+  const int64_t total = n_steps * (2 + (opts.reduce_grad ? 1 : 0) + res.dp + res.pp +
+                                   static_cast<int64_t>(id.ops.size()) + int64_t{res.dp} * res.pp + 4) + 2;
   const auto run = [&](const ProgramSet& s, const Costs& c, const std::string& what) {
-    const double ms = makespan(s, c, what);
+    const double v = makespan(s, c, what);
     if (opts.progress) opts.progress(++runs, total);
-    return ms;
+    return v;
   };
-  const double resim = run(set, m, "the lifted programs with their measured costs");
-  const auto all_ideal = mixed(set, m, id, [](const Program&, const Instr&) { return false; });
-  const double ideal = run(set, all_ideal, "the lifted programs with ideal costs");
-  StepFigures f;
-  f.step = 0;
-  f.measured_ms = measured;
-  f.resimulated_ms = resim;
-  f.nodelay_ms = resim;
-  f.ideal_ms = ideal;
-  f.slowdown = resim / ideal;
-  res.steps.push_back(f);
-  res.slowdown = f.slowdown;
+  // Mean over the steps of the step with `keep` measured (each step's own costs), the rest ideal.
+  using Keep = std::function<bool(const Program&, const Instr&)>;
+  const auto mean_run = [&](const Keep& keep, const std::string& what) {
+    double sum = 0;
+    for (const Costs& m : ms) sum += run(set, mixed(set, m, id, keep), what);
+    return sum / static_cast<double>(n_steps);
+  };
+  const Keep none = [](const Program&, const Instr&) { return false; };
+  const double ideal = run(set, mixed(set, ms.front(), id, none), "the lifted programs with ideal costs");
+  double resim = 0, measured = 0;
+  for (size_t k = 0; k < ms.size(); ++k) {
+    StepFigures f;
+    f.step = t.steps[k].step;
+    f.measured_ms = t.steps[k].measured_ms;
+    f.resimulated_ms = run(set, ms[k], "the lifted programs with their measured costs");
+    f.nodelay_ms = f.resimulated_ms;
+    f.ideal_ms = ideal;
+    f.slowdown = f.resimulated_ms / ideal;
+    res.max_resim_error = std::max(res.max_resim_error, std::abs(f.resimulated_ms - f.measured_ms) / f.measured_ms);
+    resim += f.resimulated_ms / static_cast<double>(n_steps);
+    measured += f.measured_ms / static_cast<double>(n_steps);
+    res.steps.push_back(f);
+  }
+  res.slowdown = resim / ideal;
   res.launch_slowdown = 1.0;
   res.launch_delay_share = 0.0;
-  res.max_resim_error = std::abs(resim - measured) / measured;
-  res.notes.push_back(fmt::format("lifted: {} programs compiled from {} ({} policy), verified; {} slices joined, {} "
-                                  "EVENT_WAIT slices left to the engine",
-                                  set.programs.size(), cfg_path, to_string(cfg.reduce_grad), t.slices_read,
+  res.notes.push_back(fmt::format("lifted: {} programs compiled from {} ({} policy), verified; {} step(s), {} slices "
+                                  "joined, {} EVENT_WAIT slices left to the engine",
+                                  set.programs.size(), cfg_path, to_string(cfg.reduce_grad), n_steps, t.slices_read,
                                   t.waits_skipped));
-  res.notes.push_back("launch delays: not lifted from ppstream traces (the engine has no host issue cost); "
-                      "nodelay = re-simulated");
+  res.notes.push_back(fmt::format("launch delays: not lifted from ppstream traces (the engine has no host issue cost); "
+                                  "nodelay = re-simulated; measured {:.3f} ms vs re-simulated {:.3f} ms (mean step)",
+                                  measured, resim));
 
   if (opts.reduce_grad && *opts.reduce_grad != ReducePolicy::NONE) {
     PipelineConfig c2 = cfg;
     c2.reduce_grad = *opts.reduce_grad;
     const ProgramSet set2 = compile_lifted(c2, fmt::format("whatif: the {} programs of {}", to_string(c2.reduce_grad), path));
-    const Costs m2 = costs_for(set2, table);
     WhatIfResult::Prediction pr;
     pr.policy = to_string(c2.reduce_grad);
-    pr.measured_costs_ms = run(set2, m2, "the re-placed programs, measured costs");
-    pr.ideal_costs_ms = run(set2, mixed(set2, m2, id, [](const Program&, const Instr&) { return false; }),
+    for (const MeasuredTable& table : tables) {
+      pr.per_step_ms.push_back(run(set2, costs_for(set2, table), "the re-placed programs, measured costs"));
+      pr.measured_costs_ms += pr.per_step_ms.back() / static_cast<double>(n_steps);
+    }
+    pr.ideal_costs_ms = run(set2, mixed(set2, costs_for(set2, tables.front()), id, none),
                             "the re-placed programs, ideal costs");
-    pr.per_step_ms = {pr.measured_costs_ms};
     pr.traced_ms = resim;
     pr.traced_ideal_ms = ideal;
     res.predicted = pr;
@@ -285,8 +310,8 @@ WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions
   const double span = resim - ideal;
   {
     const int32_t last = world.pp - 1;
-    const double rem = run(set, mixed(set, m, id, [&](const Program& p, const Instr&) { return p.pp_rank != last; }), "M_S");
-    const double add = run(set, mixed(set, m, id, [&](const Program& p, const Instr&) { return p.pp_rank == last; }), "M_S");
+    const double rem = mean_run([&](const Program& p, const Instr&) { return p.pp_rank != last; }, "M_S");
+    const double add = mean_run([&](const Program& p, const Instr&) { return p.pp_rank == last; }, "M_S");
     res.m_s = span != 0 ? (resim - rem) / span : 0;
     res.m_s_add = span != 0 ? (add - ideal) / span : 0;
   }
@@ -298,22 +323,21 @@ WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions
   res.attributed = true;
   for (int32_t d = 0; d < dp; ++d)
     res.by_dp_rank[std::to_string(d)] =
-        run(set, mixed(set, m, id, [&](const Program& p, const Instr&) { return dp_index(p) == d; }), "by DP rank") / ideal;
+        mean_run([&](const Program& p, const Instr&) { return dp_index(p) == d; }, "by DP rank") / ideal;
   for (int32_t s = 0; s < world.pp; ++s)
     res.by_stage[std::to_string(s)] =
-        run(set, mixed(set, m, id, [&](const Program& p, const Instr&) { return p.pp_rank == s; }), "by stage") / ideal;
+        mean_run([&](const Program& p, const Instr&) { return p.pp_rank == s; }, "by stage") / ideal;
   for (const OpKind op : id.ops)
     res.by_op_type[to_string(op)] =
-        run(set, mixed(set, m, id, [op](const Program&, const Instr& i) { return i.op == op; }), "by op type") / ideal;
+        mean_run([op](const Program&, const Instr& i) { return i.op == op; }, "by op type") / ideal;
   // Workers: keep one (DP index, PP rank) measured, the rest ideal (the paper's S_w, Eq. 4, with
   // the worker itself rather than the artifact's min(S_dp, S_stage) score).
   res.worker_score.assign(static_cast<size_t>(dp), std::vector<double>(static_cast<size_t>(world.pp)));
   std::vector<std::tuple<double, int32_t, int32_t>> ranked;  // (score, pp rank, dp index)
   for (int32_t d = 0; d < dp; ++d)
     for (int32_t s = 0; s < world.pp; ++s) {
-      const double sw = run(set, mixed(set, m, id, [&](const Program& p, const Instr&) {
-                              return dp_index(p) == d && p.pp_rank == s;
-                            }), "by worker") / ideal;
+      const double sw =
+          mean_run([&](const Program& p, const Instr&) { return dp_index(p) == d && p.pp_rank == s; }, "by worker") / ideal;
       res.worker_score[static_cast<size_t>(d)][static_cast<size_t>(s)] = sw;
       res.by_worker[fmt::format("{},{}", d, s)] = sw;
       ranked.emplace_back(sw, s, d);
@@ -329,8 +353,8 @@ WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions
     res.m_w_workers.emplace_back(std::get<2>(ranked[i]), std::get<1>(ranked[i]));
   }
   const auto is_chosen = [&](const Program& p) { return chosen.count({dp_index(p), p.pp_rank}) > 0; };
-  const double rem = run(set, mixed(set, m, id, [&](const Program& p, const Instr&) { return !is_chosen(p); }), "M_W");
-  const double add = run(set, mixed(set, m, id, [&](const Program& p, const Instr&) { return is_chosen(p); }), "M_W");
+  const double rem = mean_run([&](const Program& p, const Instr&) { return !is_chosen(p); }, "M_W");
+  const double add = mean_run([&](const Program& p, const Instr&) { return is_chosen(p); }, "M_W");
   res.m_w = span != 0 ? (resim - rem) / span : 0;
   res.m_w_add = span != 0 ? (add - ideal) / span : 0;
   return res;

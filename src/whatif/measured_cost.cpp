@@ -13,18 +13,32 @@ bool is_compute(OpKind op) {
 }
 }  // namespace
 
+std::vector<std::string> instr_keys(const Program& prog) {
+  std::vector<std::string> keys(prog.instrs.size());
+  std::unordered_map<std::string, int32_t> seen;
+  for (size_t k = 0; k < prog.instrs.size(); ++k) {
+    const Instr& i = prog.instrs[k];
+    if (i.op == OpKind::RECORD || i.op == OpKind::WAIT) continue;
+    std::string text = op_text(prog, i);
+    const int32_t n = seen[text]++;
+    keys[k] = fmt::format("{}#{}", text, n);
+  }
+  return keys;
+}
+
 std::vector<std::vector<MeasuredCost>> costs_for(const ProgramSet& set, const MeasuredTable& table) {
   std::vector<std::vector<MeasuredCost>> out(set.programs.size());
   for (size_t p = 0; p < set.programs.size(); ++p) {
     const Program& prog = set.programs[p];
     out[p].resize(prog.instrs.size());
     const auto r = static_cast<size_t>(prog.rank.v);
+    const std::vector<std::string> keys = instr_keys(prog);
     for (size_t k = 0; k < prog.instrs.size(); ++k) {
       const Instr& i = prog.instrs[k];
       if (i.op == OpKind::RECORD || i.op == OpKind::WAIT) continue;
       const MeasuredCost* found = nullptr;
       if (r < table.size()) {
-        const auto it = table[r].find(op_text(prog, i));
+        const auto it = table[r].find(keys[k]);
         if (it != table[r].end()) found = &it->second;
       }
       if (found) {

@@ -23,9 +23,13 @@ struct MeasuredCost {
   double arrival_ms = 0;
 };
 
-// Measured costs by rank and instruction (program/format.h op_text, "B mb15 s7": no rank, no
-// stream), so that a set compiled under another reduction policy finds the same instruction's cost.
+// Measured costs by rank and instruction key (instr_key: program/format.h op_text, "B mb15 s7",
+// no rank, no stream, with its occurrence in the program: "UNSHARD s0#1" is the second), so that
+// a set compiled under another reduction policy finds the same instruction's cost.
 using MeasuredTable = std::vector<std::unordered_map<std::string, MeasuredCost>>;  // [rank]
+
+// The keys of a program's instructions, in program order ("" for RECORD / WAIT).
+std::vector<std::string> instr_keys(const Program& prog);
 
 // Costs of `set`'s instructions ([program index][instr index]) from `table`; an instruction with
 // a duration (compute, BATCH, collective) that the table lacks throws LiftError naming rank and

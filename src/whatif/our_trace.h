@@ -1,11 +1,14 @@
-// Reads ppstream's own trace format (docs/analyze.md "Our trace format": `simulate --trace`) for
-// the what-if: every work slice by rank and canonical instruction text, with its member arrival
-// delay (args.arrival_delay_ms). Times in ms.
+// Reads ppstream's own trace format (docs/analyze.md "Our trace format") for the what-if: one
+// `simulate --trace` file (one step), or a `replay --trace DIR` directory (one file per rank,
+// replay.POLICY.rankN.json, steps marked on each rank's host lane). Every work slice by step,
+// rank and canonical instruction text, with its member arrival delay (args.arrival_delay_ms).
+// Times in ms from the step's start.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace ppstream::whatif {
 
@@ -15,19 +18,28 @@ struct OurSlice {
   std::string kind;       // compute | p2p | collective
 };
 
-struct OurTrace {
-  std::string path;
-  std::string producer;                              // "simulator", "replay", …
-  std::string policy;                                // producer metrics' "policy", if any
-  std::map<int32_t, std::map<std::string, OurSlice>> slices;  // rank → canonical text → slice
-  int64_t slices_read = 0;
-  int64_t waits_skipped = 0;  // EVENT_WAIT slices: the engine derives waits, they cost nothing
-  double first_start_ms = 0, last_end_ms = 0;
+// rank → canonical text → its slices by start time (an instruction text may recur in a step: UNSHARD
+// before the forward and again before the backward; the k-th slice is the k-th instruction).
+using OurSlices = std::map<int32_t, std::map<std::string, std::vector<OurSlice>>>;
+
+struct OurStep {
+  int32_t step = 0;
+  double measured_ms = 0;  // the step marker's length (longest over ranks), or the last slice end
+  OurSlices slices;
 };
 
-// Throws LiftError naming the file and the event (index) on a malformed event, a repeated
-// instruction on one rank, a trace with step markers (several steps: not supported yet) or
-// without ppstream metadata.
+struct OurTrace {
+  std::string path;         // the file or directory read
+  std::string config_path;  // T.json.config.yaml, or DIR/replay.POLICY.config.yaml
+  std::string producer;     // "simulator", "replay", …
+  std::vector<OurStep> steps;
+  int64_t slices_read = 0;
+  int64_t waits_skipped = 0;  // EVENT_WAIT slices: the engine derives waits, they cost nothing
+};
+
+// Throws LiftError naming the file and the event (index) on a malformed event, a slice outside every step marker, ranks with different step
+// lists, a directory with no replay traces or with two policies' traces (name the prefix:
+// DIR/replay.inline), or a file without ppstream metadata.
 OurTrace read_our_trace(const std::string& path);
 
 }  // namespace ppstream::whatif

@@ -8,8 +8,11 @@
 #include <sstream>
 
 #include "../analyze/util.h"
+#include "ppstream/analyze/trace_writer.h"
 #include "ppstream/config/config.h"
+#include "ppstream/lower/lower.h"
 #include "ppstream/sim/simulate.h"
+#include "ppstream/sim/trace.h"
 #include "ppstream/whatif/whatif.h"
 
 namespace ppstream::whatif {
@@ -99,6 +102,61 @@ TEST(WhatIfPrograms, AsyncTraceInlinePredictionMatchesSimulate) {
   ASSERT_TRUE(r.predicted);
   EXPECT_GT(inline_ms, r.steps.at(0).measured_ms * 1.01);  // going back costs: the test can tell
   EXPECT_NEAR(r.predicted->measured_costs_ms, inline_ms, 0.01 * inline_ms);
+}
+
+// A replay-shaped directory (replay.inline.rankN.json per rank, steps marked on the host lane, as
+// src/replay/worker.cpp writes them) from two engine runs of the simulator's costs, the second
+// step 0.5 s after the first ends: the reader splits the steps and each gives its step back.
+TEST(WhatIfPrograms, ReplayDirectoryStepsAreSplitAndEachResimulates) {
+  std::string text = read(example("seed-pp4-vpp2-hsdp-64.yaml"));
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"shard_size: 4 ", "shard_size: 2 "}, {"replicate_size: 4 ", "replicate_size: 1 "},
+           {"mode: hsdp", "mode: fsdp"}, {"dp_index: 9,", "dp_index: 1,"}, {"dp_index: 14,", "dp_index: 0,"},
+           {"reduce_grad: async", "reduce_grad: inline"}}) {
+    const auto at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  }
+  const PipelineConfig cfg = load_config_text(text, "fsdp-2");
+  LowerOptions lo;
+  lo.expanded = true;
+  const ProgramSet set = compile(cfg, lo);
+  const sim::CostSpec cost = sim::parse_cost_spec(cfg.extra_sections.at("cost"), cfg.num_stages());
+  const sim::StragglerModel strag(sim::parse_straggler_spec(cfg.extra_sections.at("straggler"), set.world, cfg.num_stages()),
+                                  set.world);
+  const sim::SimCostModel model(set, cfg, cost, strag);
+  EngineOptions eo;
+  eo.platform = PlatformKind::ASCEND_MINDSPORE;
+  eo.cost = &model;
+  const EngineResult run = run_engine(set, eo);
+  ASSERT_TRUE(run.completed);
+  const auto dir = temp_dir("whatif_replay_dir");
+  std::ofstream(dir / "replay.inline.config.yaml") << to_yaml(cfg);
+  const double kSecondStepMs = run.makespan_ms + 500;
+  for (const Program& p : set.programs) {
+    analyze::TraceWriter w("replay", true);
+    for (int k = 0; k < 2; ++k) {
+      w.step(p.rank, k, k * kSecondStepMs * 1000, run.makespan_ms * 1000);
+      sim::add_trace_slices(w, set, run, [&](const Program& q) { return q.rank == p.rank; }, k * kSecondStepMs, &model);
+    }
+    std::ofstream(dir / ("replay.inline.rank" + std::to_string(p.rank.v) + ".json")) << w.str();
+  }
+  WhatIfOptions o;
+  o.reduce_grad = ReducePolicy::ASYNC;
+  const WhatIfResult r = analyze_ppstream_trace(dir.string(), o);
+  ASSERT_EQ(r.steps.size(), 2u);
+  for (const StepFigures& f : r.steps) {
+    EXPECT_NEAR(f.measured_ms, run.makespan_ms, 1e-6 * run.makespan_ms);
+    EXPECT_NEAR(f.resimulated_ms, run.makespan_ms, 1e-6 * run.makespan_ms);
+  }
+  ASSERT_TRUE(r.predicted);
+  ASSERT_EQ(r.predicted->per_step_ms.size(), 2u);
+  sim::SimOptions so;
+  so.policies = {ReducePolicy::ASYNC};
+  so.cluster = true;
+  const double async_ms = sim::simulate(cfg, so).runs.at(0).metrics.step_time_ms;
+  EXPECT_LT(async_ms, run.makespan_ms * 0.99);
+  EXPECT_NEAR(r.predicted->measured_costs_ms, async_ms, 0.01 * async_ms);
 }
 
 // analyze_ppstream_trace(path) throws a LiftError whose message holds `what`.
