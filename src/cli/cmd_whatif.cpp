@@ -66,6 +66,9 @@ void register_whatif(CLI::App& app, int& exit_code) {
     };
     // ppstream's own trace (simulate --trace): the stream-program path; otherwise Megatron timelines.
     const bool ours = a->paths.size() == 1 && whatif::is_ppstream_trace(a->paths.front());
+    if (ours && !a->trace.empty())
+      throw std::invalid_argument("whatif --trace: the ideal timeline is drawn for Megatron timer traces only, not for "
+                                  "a ppstream trace (" + a->paths.front() + ")");
     const auto r = ours ? whatif::analyze_ppstream_trace(a->paths.front(), opts) : whatif::analyze_paths(a->paths, opts);
     if (!a->svg.empty()) write_file(a->svg, whatif::to_svg(r));
     if (!a->trace.empty()) write_file(a->trace, whatif::to_trace(r));
