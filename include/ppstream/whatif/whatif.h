@@ -102,16 +102,19 @@ WhatIfResult analyze(const analyze::TimerTrace& trace, const WhatIfOptions& opts
 WhatIfResult analyze_paths(const std::vector<std::string>& paths, const WhatIfOptions& opts = {});
 
 // ppstream's own traces (docs/whatif.md "Our traces").
-// True when `path` ends with ppstream's trace metadata (`"otherData":{"ppstream":`), read from its
-// last 64 KiB (no parse of the whole file; a gzip file is never ours).
+// True when `path` is a file ending with ppstream's trace metadata (`"otherData":{"ppstream":`,
+// read from its last 64 KiB: no parse of the whole file; a gzip file is never ours), or a
+// directory holding replay.*.json traces.
 bool is_ppstream_trace(const std::string& path);
-// One `simulate --cluster --trace-every-rank --trace PATH` trace and PATH.config.yaml beside it:
-// the config is compiled again (expanded, every pass) and verified, each slice joined to its
-// instruction, and the engine re-run under MeasuredCostModel; ideal, attribution (by_dp_rank =
-// DP index, by_stage = PP rank, by_op_type = OpKind name, by_worker) and the --reduce-grad
-// prediction are engine runs of verified sets. Launch delays are not lifted (the engine has no
-// host issue cost). Throws LiftError (missing config, a slice no instruction names, an
-// instruction without its slice or P2P mirror, a trace not drawing every rank).
+// One `simulate --cluster --trace-every-rank --trace PATH` trace with PATH.config.yaml beside it,
+// or a `replay --trace PATH` directory with PATH/replay.POLICY.config.yaml (one policy's files;
+// steps by their markers): the config is compiled again (expanded, every pass) and verified, each
+// slice joined to its instruction, and the engine re-run per step under MeasuredCostModel; ideal,
+// attribution (by_dp_rank = DP index, by_stage = PP rank, by_op_type = OpKind name, by_worker;
+// means over steps) and the --reduce-grad prediction are engine runs of verified sets. Times in
+// ms. Launch delays are not lifted (the engine has no host issue cost). Throws LiftError (missing
+// config, a slice no instruction names, an instruction without its slice or P2P mirror, a trace
+// not drawing every rank, a slice outside every step marker).
 WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions& opts = {});
 
 // Report views.
