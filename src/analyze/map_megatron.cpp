@@ -88,24 +88,27 @@ std::optional<TimerOp> megatron_event(const RawEvent& ev, StringTable& strings) 
   return op;
 }
 
-void resolve_timer_lanes(const std::string& path, std::vector<TimerOp>& ops, const LaneNames& names) {
-  std::map<std::pair<int64_t, int64_t>, TimerLaneName> lanes;
+TimerLaneResolver::TimerLaneResolver(const std::string& path, const LaneNames& names) : path_(path), names_(names) {
   for (const auto& [key, text] : names.thread) {
-    if (auto l = parse_timer_lane(text)) lanes.emplace(key, *l);
+    if (auto l = parse_timer_lane(text)) lanes_.emplace(key, *l);
   }
-  for (TimerOp& op : ops) {
-    auto it = lanes.find({op.dp_rank, op.tid});
-    if (it == lanes.end()) {
-      auto t = names.thread.find({op.dp_rank, op.tid});
-      throw TraceError(fmt::format("{}: byte {}: timer op on pid {} tid {}: its thread is named {}; expected a "
-                                   "thread_name \"PP rank p, TP rank t, compute|pp-comm|tp-comm|dp-comm\"",
-                                   path, op.offset, op.dp_rank, op.tid,
-                                   t == names.thread.end() ? std::string("nowhere") : "'" + t->second + "'"));
-    }
-    op.pp_rank = it->second.pp_rank;
-    op.tp_rank = it->second.tp_rank;
-    op.lane = it->second.lane;
+  last_ = lanes_.end();
+}
+
+void TimerLaneResolver::operator()(TimerOp& op) {
+  // Ops of one lane come in runs: look the lane up only when it changes.
+  const std::pair<int64_t, int64_t> key{op.dp_rank, op.tid};
+  if (last_ == lanes_.end() || last_->first != key) last_ = lanes_.find(key);
+  if (last_ == lanes_.end()) {
+    auto t = names_.thread.find(key);
+    throw TraceError(fmt::format("{}: byte {}: timer op on pid {} tid {}: its thread is named {}; expected a "
+                                 "thread_name \"PP rank p, TP rank t, compute|pp-comm|tp-comm|dp-comm\"",
+                                 path_, op.offset, op.dp_rank, op.tid,
+                                 t == names_.thread.end() ? std::string("nowhere") : "'" + t->second + "'"));
   }
+  op.pp_rank = last_->second.pp_rank;
+  op.tp_rank = last_->second.tp_rank;
+  op.lane = last_->second.lane;
 }
 
 namespace {
@@ -123,7 +126,8 @@ CollectiveOp collective_of(std::string_view name) {
 
 void map_megatron_workers(const std::string& path, std::vector<TimerOp> ops, const LaneNames& names,
                           StringTable& strings, std::vector<RankTimeline>& out) {
-  resolve_timer_lanes(path, ops, names);
+  TimerLaneResolver resolve(path, names);
+  for (TimerOp& op : ops) resolve(op);
   int32_t dp = 0;
   for (const TimerOp& op : ops) dp = std::max(dp, op.dp_rank + 1);
   std::map<int64_t, RankTimeline> workers;  // rank → timeline

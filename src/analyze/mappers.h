@@ -105,8 +105,19 @@ std::optional<TimerOp> megatron_event(const RawEvent& ev, StringTable& strings);
 // Maps one file's timer events into one RankTimeline per worker (rank = pp_rank · dp + dp_rank,
 // streams = the lanes, step markers = each step's span on the worker). Throws TraceError naming
 // the file and the lane when a thread_name is missing or not "PP rank p, TP rank t, <lane>".
-// resolve_timer_lanes fills dp_rank/pp_rank/tp_rank/lane of every op from the lane names.
-void resolve_timer_lanes(const std::string& path, std::vector<TimerOp>& ops, const LaneNames& names);
+// Fills dp_rank/pp_rank/tp_rank/lane of a timer op from the lane names; throws TraceError naming
+// the file, byte and thread when its thread has no timer-lane name.
+class TimerLaneResolver {
+ public:
+  TimerLaneResolver(const std::string& path, const LaneNames& names);
+  void operator()(TimerOp& op);
+
+ private:
+  const std::string& path_;
+  const LaneNames& names_;
+  std::map<std::pair<int64_t, int64_t>, TimerLaneName> lanes_;
+  std::map<std::pair<int64_t, int64_t>, TimerLaneName>::const_iterator last_;
+};
 void map_megatron_workers(const std::string& path, std::vector<TimerOp> ops, const LaneNames& names,
                           StringTable& strings, std::vector<RankTimeline>& out);
 // "ProfilerStep#551" (Kineto, torch_npu) → 551.

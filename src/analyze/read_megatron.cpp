@@ -10,7 +10,7 @@ namespace ppstream::analyze {
 
 void read_timer_trace(const std::string& path, TimerTrace& out) {
   detail::LaneNames lanes;
-  std::vector<TimerOp> ops;
+  const size_t first = out.ops.size();  // this file's ops go straight into `out` (no copy)
   size_t seen = 0, other = 0;
   detail::scan_chrome(
       path, detail::chrome_scan_spec(),
@@ -30,23 +30,23 @@ void read_timer_trace(const std::string& path, TimerTrace& out) {
                                        ev.offset, ev.index, ev.name, static_cast<double>(*ev.dur_ns) / 1e3));
         }
         if (auto op = detail::megatron_event_at(path, ev, out.strings)) {
-          ops.push_back(*op);
+          out.ops.push_back(*op);
         } else {
           ++other;
         }
       },
       [](const detail::TopValue&) {});
-  if (ops.empty()) {
+  if (out.ops.size() == first) {
     throw TraceError(fmt::format("{}: no Megatron timer op among {} events (expected \"X\" events with args.step "
                                  "and args.seq_id on threads named \"PP rank p, TP rank t, <lane>\")",
                                  path, seen));
   }
-  detail::resolve_timer_lanes(path, ops, lanes);
+  detail::TimerLaneResolver resolve(path, lanes);
+  for (size_t i = first; i < out.ops.size(); ++i) resolve(out.ops[i]);
   if (other > 0) {
     out.notes.push_back(fmt::format("{}: {} complete events are no timer op (no args.step / args.seq_id); not read",
                                     path, other));
   }
-  out.ops.insert(out.ops.end(), ops.begin(), ops.end());
   out.sources.push_back(path);
 }
 

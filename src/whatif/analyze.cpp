@@ -41,7 +41,7 @@ double median(std::vector<double> v) {
 }
 
 struct Analysis {
-  const Job& job;
+  Job& job;
   const Graph& g;
   const WhatIfOptions& opts;
   Measured m;
@@ -59,7 +59,6 @@ struct Analysis {
   void measure(std::vector<std::string>& notes) {
     const int64_t R = job.rows();
     m.rows = R;
-    m.dur = job.dur_ms;
     m.transfer.assign(job.dur_ms.size(), 0.0);
     m.delay.assign(job.dur_ms.size(), 0.0);
     int64_t clamped_transfer = 0, clamped_delay = 0;
@@ -101,6 +100,9 @@ struct Analysis {
         m.delay[at] = d;
       }
     }
+    // The table's times are not needed past here: its durations become the measured costs.
+    m.dur = std::move(job.dur_ms);
+    std::vector<double>().swap(job.start_ms);
     if (clamped_transfer > 0)
       notes.push_back(fmt::format("{} transfer times below -{} ms (an op ending before its group's last member "
                                   "started: clock skew) set to 0",
@@ -191,12 +193,17 @@ void attribute(const std::vector<double>& sim, const std::vector<double>& ideal,
 
 }  // namespace
 
-WhatIfResult analyze(const analyze::TimerTrace& trace, const WhatIfOptions& opts) {
+namespace {
+
+WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOptions& opts) {
   WhatIfResult res;
-  Job job = build_job(trace, opts.steps);
-  res.notes = trace.notes;
+  res.notes = std::move(notes);
   res.notes.insert(res.notes.end(), job.notes.begin(), job.notes.end());
   Graph g = lift_graph(job, res.notes);
+  // The counterfactual's graph, lifted while the table still holds its times (measure frees them).
+  std::optional<Graph> g2;
+  if (opts.reduce_grad && *opts.reduce_grad != ReducePolicy::NONE)
+    g2 = lift_graph(job, res.notes, *opts.reduce_grad == ReducePolicy::ASYNC ? Placement::ASYNC : Placement::INLINE);
   res.dp = job.dp;
   res.pp = job.pp;
   res.vpp = job.vpp;
@@ -257,12 +264,11 @@ WhatIfResult analyze(const analyze::TimerTrace& trace, const WhatIfOptions& opts
   }
   if (opts.reduce_grad && *opts.reduce_grad != ReducePolicy::NONE) {
     const bool async = *opts.reduce_grad == ReducePolicy::ASYNC;
-    const Graph g2 = lift_graph(job, res.notes, async ? Placement::ASYNC : Placement::INLINE);
     WhatIfResult::Prediction pr;
     pr.policy = async ? "async" : "inline";
-    pr.per_step_ms = simulate_graph(g2, S, job.dp, Analysis::MeasuredCost{a.m, false}).step_ms;
+    pr.per_step_ms = simulate_graph(*g2, S, job.dp, Analysis::MeasuredCost{a.m, false}).step_ms;
     pr.measured_costs_ms = mean(pr.per_step_ms);
-    pr.ideal_costs_ms = simulate_graph(g2, 1, 1, Analysis::IdealCost{a.ideal}).step_ms.front();
+    pr.ideal_costs_ms = simulate_graph(*g2, 1, 1, Analysis::IdealCost{a.ideal}).step_ms.front();
     pr.traced_ms = mean(nodelay);
     pr.traced_ideal_ms = mean(ideal);
     res.predicted = pr;
@@ -327,11 +333,23 @@ WhatIfResult analyze(const analyze::TimerTrace& trace, const WhatIfOptions& opts
   return res;
 }
 
+}  // namespace
+
+WhatIfResult analyze(const analyze::TimerTrace& trace, const WhatIfOptions& opts) {
+  return analyze_job(build_job(trace, opts.steps), trace.notes, opts);
+}
+
 WhatIfResult analyze_paths(const std::vector<std::string>& paths, const WhatIfOptions& opts) {
-  analyze::TimerTrace trace;
   if (paths.empty()) throw analyze::TraceError("whatif: no input path given");
-  for (const auto& p : paths) analyze::read_timer_trace(p, trace);
-  return analyze(trace, opts);
+  Job job;
+  std::vector<std::string> notes;
+  {
+    analyze::TimerTrace trace;  // freed once the table holds its times
+    for (const auto& p : paths) analyze::read_timer_trace(p, trace);
+    job = build_job(trace, opts.steps);
+    notes = std::move(trace.notes);
+  }
+  return analyze_job(std::move(job), std::move(notes), opts);
 }
 
 }  // namespace ppstream::whatif

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,7 +43,7 @@ struct TimerOp {
 // Every timer op of one or more files (one file per job, or one per DP rank).
 struct TimerTrace {
   StringTable strings;
-  std::vector<TimerOp> ops;
+  std::deque<TimerOp> ops;  // a deque: growing it never holds two copies (millions of ops)
   std::vector<std::string> sources;
   std::vector<std::string> notes;  // e.g. complete events that are no timer op, per file
 };
