@@ -45,13 +45,15 @@ void TraceWriter::set_pp_rank(Rank rank, int32_t pp_rank) { pp_ranks_[rank] = pp
 void TraceWriter::set_producer_metrics(std::string json_object) { metrics_json_ = std::move(json_object); }
 
 void TraceWriter::slice(Rank rank, const std::string& stream_name, const std::string& name, double start_us,
-                        double dur_us, SliceKind kind, const std::string& group, uint64_t bytes) {
+                        double dur_us, SliceKind kind, const std::string& group, uint64_t bytes,
+                        double arrival_delay_ms) {
   if (kind == SliceKind::STREAM_WAIT) {
     throw std::invalid_argument(fmt::format("TraceWriter::slice '{}': stream waits go through wait()", name));
   }
   std::string args = fmt::format("{{{}:{}", quote(tf::kArgKind), quote(to_string(kind)));
   if (!group.empty()) args += fmt::format(",{}:{}", quote(tf::kArgGroup), quote(group));
   if (bytes) args += fmt::format(",{}:{}", quote(tf::kArgBytes), bytes);
+  if (arrival_delay_ms > 0) args += fmt::format(",{}:{}", quote(tf::kArgArrivalDelay), arrival_delay_ms);
   args += "}";
   events_.push_back(Event{rank, stream(rank, stream_name), name, start_us, dur_us, std::move(args)});
 }

@@ -17,7 +17,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
   struct Args {
     ConfigArgs config;
     std::string trace, svg;
-    bool json = false, cluster = false, quiet = false;
+    bool json = false, cluster = false, quiet = false, trace_every_rank = false;
     std::string platform = "ascend-mindspore";
     int32_t trials = 1;
     int32_t threads = 0;
@@ -29,6 +29,8 @@ void register_simulate(CLI::App& app, int& exit_code) {
   // ConfigArgs registers --reduce-grad (inline | async); simulate also takes `both`.
   cmd->get_option("--reduce-grad")->description("reduction placement: inline | async | both (side by side)");
   cmd->add_option("--trace", args->trace, "write a Chrome/Perfetto trace (with both: OUT.inline.json, OUT.async.json)");
+  cmd->add_flag("--trace-every-rank", args->trace_every_rank,
+                "with --cluster: draw every rank of the world in the trace (default: replica 0), as `ppstream whatif` needs");
   cmd->add_option("--svg", args->svg, "write an SVG pipeline diagram (both policies stacked)");
   cmd->add_flag("--json", args->json, "print the metrics JSON instead of the table");
   cmd->add_flag("--cluster", args->cluster, "simulate every DP replica of the world (rank = pp_rank*dp + dp_index)");
@@ -58,6 +60,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
     o.threads = args->threads;
     if (args->seed) o.seed = static_cast<uint64_t>(*args->seed);
     o.trace_path = args->trace;
+    o.trace_every_rank = args->trace_every_rank;
     o.svg_path = args->svg;
     const bool bar = !args->quiet && (args->trials > 1 || args->cluster) && isatty(fileno(stderr));
     if (bar)

@@ -42,9 +42,10 @@ void register_whatif(CLI::App& app, int& exit_code) {
     std::string svg, trace, steps, agg = "mean", reduce_grad;
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("whatif", "Straggler what-if of a job's Megatron timer trace: slowdown S, per DP rank, "
+  auto* cmd = app.add_subcommand("whatif", "Straggler what-if of a job's Megatron timer trace or a ppstream trace: slowdown S, per DP rank, "
                                            "stage and op type, M_W, M_S (docs/whatif.md)");
-  cmd->add_option("paths", a->paths, "timer traces (.json, .json.gz: the what-if artifact's timeline format)")->required();
+  cmd->add_option("paths", a->paths, "timer traces (.json, .json.gz: the what-if artifact's timeline format), or one ppstream "
+                  "trace (simulate --cluster --trace-every-rank --trace T.json, with T.json.config.yaml beside it)")->required();
   cmd->add_flag("--json", a->json, "print the result as JSON");
   cmd->add_option("--svg", a->svg, "write the DP rank x stage heatmap here");
   cmd->add_option("--trace", a->trace, "write the straggler-free (ideal) step as a Chrome/Perfetto trace here");
@@ -63,7 +64,12 @@ void register_whatif(CLI::App& app, int& exit_code) {
     opts.progress = [tty](int64_t done, int64_t total) {
       if (tty && total > 20) std::cerr << "\rwhatif: simulation " << done << "/" << total << (done == total ? "\n" : "") << std::flush;
     };
-    const auto r = whatif::analyze_paths(a->paths, opts);
+    // ppstream's own trace (simulate --trace): the stream-program path; otherwise Megatron timelines.
+    const bool ours = a->paths.size() == 1 && whatif::is_ppstream_trace(a->paths.front());
+    if (ours && !a->trace.empty())
+      throw std::invalid_argument("whatif --trace: the ideal timeline is drawn for Megatron timer traces only, not for "
+                                  "a ppstream trace (" + a->paths.front() + ")");
+    const auto r = ours ? whatif::analyze_ppstream_trace(a->paths.front(), opts) : whatif::analyze_paths(a->paths, opts);
     if (!a->svg.empty()) write_file(a->svg, whatif::to_svg(r));
     if (!a->trace.empty()) write_file(a->trace, whatif::to_trace(r));
     std::cout << (a->json ? whatif::to_json(r) : whatif::to_text(r));

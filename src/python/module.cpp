@@ -180,7 +180,9 @@ void bind_sim_analyze(py::module_& m) {
                       py::arg("file") = py::module_::import("sys").attr("stderr"), py::arg("flush") = true);
           };
         }
-        const auto r = whatif::analyze_paths(paths, o);
+        // One ppstream trace: the stream-program path (docs/whatif.md "Our traces").
+        const bool ours = paths.size() == 1 && whatif::is_ppstream_trace(paths.front());
+        const auto r = ours ? whatif::analyze_ppstream_trace(paths.front(), o) : whatif::analyze_paths(paths, o);
         const auto write = [](const std::string& path, const std::string& text) {
           std::ofstream f(path);
           if (!f || !(f << text)) throw std::runtime_error("whatif: cannot write " + path);
@@ -191,7 +193,9 @@ void bind_sim_analyze(py::module_& m) {
       },
       py::arg("paths"), py::arg("steps") = py::none(), py::arg("agg") = "mean", py::arg("svg") = "",
       py::arg("trace") = "", py::arg("progress") = false,
-      "Straggler what-if of Megatron timer traces (docs/whatif.md): returns the JSON (str) of\n"
+      "Straggler what-if of Megatron timer traces, or of one ppstream trace (simulate --cluster\n"
+      "--trace-every-rank --trace T.json, T.json.config.yaml beside it: docs/whatif.md \"Our traces\"):\n"
+      "returns the JSON (str) of\n"
       "`ppstream whatif --json` — slowdown S (Eq. 1 of Lin et al., OSDI'25), by_dp_rank, by_stage,\n"
       "by_op_type, m_w, m_s, steps (times in ms). steps=(first, last) limits the steps; agg 'mean' |\n"
       "'median'; svg / trace: write the heatmap / ideal timeline there. Raises ValueError (TraceError,\n"

@@ -86,8 +86,16 @@ struct StepRecord {
 // One trace file per rank: every step's slices at the step's offset from the first start, with
 // a step marker (trace_format.h: args.kind "step") spanning the step's length, so `ppstream
 // analyze` reports per-step figures.
+// Beside the traces, DIR/replay.POLICY.config.yaml: the configuration that ran (what `ppstream
+// whatif DIR` compiles again); collective slices carry the arrival delay the device applied.
 void write_traces(const std::string& dir, ReducePolicy policy, const ProgramSet& set,
-                  const std::vector<StepRecord>& steps, const std::vector<EngineResult>& runs) {
+                  const std::vector<StepRecord>& steps, const std::vector<EngineResult>& runs,
+                  const PipelineConfig& cfg, const CostModel& model) {
+  {
+    const std::string path = fmt::format("{}/replay.{}.config.yaml", dir, to_string(policy));
+    std::ofstream f(path);
+    if (!f || !(f << to_yaml(cfg))) throw std::invalid_argument("replay: cannot write " + path);
+  }
   for (const Program& p : set.programs) {
     const std::string path = fmt::format("{}/replay.{}.rank{}.json", dir, to_string(policy), p.rank.v);
     std::ofstream f(path);
@@ -97,7 +105,7 @@ void write_traces(const std::string& dir, ReducePolicy policy, const ProgramSet&
     for (size_t k = 0; k < steps.size(); ++k) {
       const double offset = steps[k].t0_ms - steps.front().t0_ms;
       w.step(r, static_cast<int64_t>(k), offset * 1000, steps[k].step_ms * 1000);
-      sim::add_trace_slices(w, set, runs[k], [r](const Program& q) { return q.rank == r; }, offset);
+      sim::add_trace_slices(w, set, runs[k], [r](const Program& q) { return q.rank == r; }, offset, &model);
     }
     w.write(f);
   }
@@ -203,7 +211,7 @@ PolicyOutcome run_policy(const PipelineConfig& cfg, const ReplayOptions& opts, R
     out.run = median_step_run(set, cfg, policy, steps, runs, model, cost);
     if (!opts.trace_dir.empty())
       write_traces(policy_trace_dir(opts.trace_dir, policy, std::max<size_t>(1, opts.policies.size())), policy, set, steps,
-                   runs);
+                   runs, c, model);
   }
   return out;
 }

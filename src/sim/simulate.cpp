@@ -93,7 +93,8 @@ SimReport report_header(const PipelineConfig& cfg, const SimOptions& opts, Strag
 
 // Trial 0 of a policy: its metrics (detail for replica 0) and, when asked, its Chrome trace.
 void first_trial_outputs(const engine::Topology& topo, const EngineResult& run, const SimCostModel& model,
-                         const ProgramFilter& replica0, const std::string& trace_path, PolicyRun& pr) {
+                         const ProgramFilter& replica0, const ProgramFilter& drawn, const std::string& trace_path,
+                         const PipelineConfig& cfg, PolicyRun& pr) {
   const ProgramSet& s = *topo.set;
   MetricsOptions mo;
   mo.detail = replica0;
@@ -104,9 +105,10 @@ void first_trial_outputs(const engine::Topology& topo, const EngineResult& run, 
   std::ofstream f(trace_path);
   if (!f) throw std::invalid_argument("simulate: cannot write " + trace_path);
   const SimMetrics& m = pr.metrics;
-  write_chrome_trace(f, s, run, model, replica0,
+  write_chrome_trace(f, s, run, model, drawn,
                      fmt::format(R"({{"policy":"{}","step_time_ms":{},"bubble_ratio":{},"reduce_exposed_ms":{}}})",
                                  to_string(pr.policy), m.step_time_ms, m.bubble_ratio, m.reduce_exposed_ms));
+  write_file(trace_path + ".config.yaml", to_yaml(cfg));
 }
 
 
@@ -125,6 +127,7 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
   const ProgramFilter replica0 = [dp, cluster = opts.cluster](const Program& p) {
     return !cluster || p.rank.v == p.pp_rank * dp;
   };
+  const ProgramFilter drawn = opts.trace_every_rank ? ProgramFilter{} : replica0;
   std::vector<std::optional<CompiledPlan>> plans;
   std::vector<EngineResult> firsts;
   const TrialSetup setup{report.cost, straggler, opts.platform};
@@ -146,7 +149,7 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
     const std::string path = policies.size() > 1 && !opts.trace_path.empty()
                                  ? with_suffix(opts.trace_path, to_string(policy))
                                  : opts.trace_path;
-    first_trial_outputs(plan.topology(), run, model, replica0, path, pr);
+    first_trial_outputs(plan.topology(), run, model, replica0, drawn, path, plan.config(), pr);
     firsts.push_back(std::move(run));
     if (opts.progress) opts.progress(++done, total, to_string(policy));
     TrialRunOptions to;

@@ -11,16 +11,16 @@ namespace {
 constexpr double kUsPerMs = 1000.0;
 }  // namespace
 
-void write_chrome_trace(std::ostream& out, const ProgramSet& set, const EngineResult& run, const CostModel& /*cost*/,
+void write_chrome_trace(std::ostream& out, const ProgramSet& set, const EngineResult& run, const CostModel& cost,
                         const ProgramFilter& filter, const std::string& metrics_json, const std::string& producer) {
   analyze::TraceWriter w(producer, true);
   if (!metrics_json.empty()) w.set_producer_metrics(metrics_json);
-  add_trace_slices(w, set, run, filter, 0);
+  add_trace_slices(w, set, run, filter, 0, &cost);
   w.write(out);
 }
 
 void add_trace_slices(analyze::TraceWriter& w, const ProgramSet& set, const EngineResult& run,
-                      const ProgramFilter& filter, double offset_ms) {
+                      const ProgramFilter& filter, double offset_ms, const CostModel* cost) {
   using analyze::SliceKind;
   for (size_t p = 0; p < set.programs.size(); ++p) {
     const Program& prog = set.programs[p];
@@ -51,7 +51,8 @@ void add_trace_slices(analyze::TraceWriter& w, const ProgramSet& set, const Engi
                                                             : fmt::format("dp[pp{}]", prog.pp_rank);
           // Issued on compute: HCCL runs on its own stream and compute waits (CommHandle.wait).
           const bool on_compute = i.stream == streams::kCompute;
-          w.slice(r, on_compute ? std::string(streams::kComputeHccl) : stream, to_line(prog, i), s_us, d_us, SliceKind::COLLECTIVE, group);
+          w.slice(r, on_compute ? std::string(streams::kComputeHccl) : stream, to_line(prog, i), s_us, d_us, SliceKind::COLLECTIVE, group, 0,
+                  cost ? cost->arrival_delay_ms(prog, i) : 0.0);
           if (on_compute && d_us > 0) w.wait(r, stream, "CommHandle.wait", to_line(prog, i), s_us, d_us);
           break;
         }

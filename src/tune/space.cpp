@@ -1,7 +1,6 @@
 // The plan space: its default axes for a config and `--space KEY=V1,V2` axes.
 #include <fmt/format.h>
 
-#include <ranges>
 #include <stdexcept>
 
 #include "ppstream/tune/tune.h"
@@ -10,8 +9,12 @@ namespace ppstream::tune {
 namespace {
 
 std::vector<std::string> split_commas(const std::string& s) {
+  // A plain loop: clang 14's <ranges> rejects views::split over a std::string with libstdc++ 12.
   std::vector<std::string> out;
-  for (const auto part : std::views::split(s, ',')) out.emplace_back(part.begin(), part.end());
+  size_t from = 0;
+  for (size_t comma; (comma = s.find(',', from)) != std::string::npos; from = comma + 1)
+    out.push_back(s.substr(from, comma - from));
+  out.push_back(s.substr(from));
   return out;
 }
 

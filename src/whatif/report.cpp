@@ -48,6 +48,7 @@ std::string to_json(const WhatIfResult& r) {
   j["by_dp_rank"] = attribution_json(r.by_dp_rank);
   j["by_stage"] = attribution_json(r.by_stage);
   j["by_op_type"] = attribution_json(r.by_op_type);
+  if (!r.by_worker.empty()) j["by_worker"] = attribution_json(r.by_worker);
   j["by_dp_rank_per_step"] = per_step_json(r.by_dp_rank_per_step);
   j["by_stage_per_step"] = per_step_json(r.by_stage_per_step);
   j["by_op_type_per_step"] = per_step_json(r.by_op_type_per_step);
@@ -102,7 +103,9 @@ std::string to_text(const WhatIfResult& r) {
       for (size_t p = 0; p < r.worker_score[d].size(); ++p)
         ws.emplace_back(r.worker_score[d][p], static_cast<int32_t>(d), static_cast<int32_t>(p));
     std::stable_sort(ws.begin(), ws.end(), [](const auto& x, const auto& y) { return std::get<0>(x) > std::get<0>(y); });
-    out += fmt::format("\nworst workers (min of its DP rank's and its stage's slowdown)\n  {:>8} {:>6} {:>10}\n",
+    out += fmt::format("\nworst workers ({})\n  {:>8} {:>6} {:>10}\n",
+                       r.by_worker.empty() ? "min of its DP rank's and its stage's slowdown"
+                                           : "that worker measured, the rest ideal",
                        "dp_rank", "stage", "score");
     for (size_t i = 0; i < std::min<size_t>(5, ws.size()); ++i)
       out += fmt::format("  {:>8} {:>6} {:>10.4f}\n", std::get<1>(ws[i]), std::get<2>(ws[i]), std::get<0>(ws[i]));

@@ -25,6 +25,8 @@ inline constexpr std::string_view kMetaMetrics = "metrics";      // producer's o
 inline constexpr std::string_view kArgKind = "kind";    // to_string(SliceKind) or "step"
 inline constexpr std::string_view kArgGroup = "group";  // collective group, e.g. "replicate[0]"
 inline constexpr std::string_view kArgBytes = "bytes";  // integer
+// collectives: this member's arrival delay (ms) after it posted (the straggler model), when > 0
+inline constexpr std::string_view kArgArrivalDelay = "arrival_delay_ms";
 inline constexpr std::string_view kArgEvent = "event";  // stream waits: the event waited for
 inline constexpr std::string_view kArgInstr = "instr";  // stream waits: the WAIT's canonical text
 inline constexpr std::string_view kArgStep = "step";    // step markers: integer step id

@@ -23,9 +23,11 @@ class TraceWriter {
   // The producer's own metrics as a JSON object text (copied verbatim into the metadata).
   void set_producer_metrics(std::string json_object);
 
-  // A work slice; times in µs. kind must not be STREAM_WAIT (use wait()).
+  // A work slice; times in µs. kind must not be STREAM_WAIT (use wait()). A collective member's
+  // arrival delay (ms, straggler model) is written as args.arrival_delay_ms when > 0.
   void slice(Rank rank, const std::string& stream, const std::string& name, double start_us,
-             double dur_us, SliceKind kind, const std::string& group = "", uint64_t bytes = 0);
+             double dur_us, SliceKind kind, const std::string& group = "", uint64_t bytes = 0,
+             double arrival_delay_ms = 0);
   // A stream wait (`EVENT_WAIT`) on `stream` for `event`; `instr` is the WAIT's canonical text.
   void wait(Rank rank, const std::string& stream, const std::string& event,
             const std::string& instr, double start_us, double dur_us);

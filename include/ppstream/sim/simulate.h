@@ -30,6 +30,9 @@ struct SimOptions {
   std::optional<uint64_t> seed;        // overrides straggler.seed
   std::string trace_path;              // Chrome trace of trial 0 ("" = none); with several
   std::string svg_path;                //   policies: NAME.inline.json, NAME.async.json; one SVG
+  // Beside each trace, TRACE.config.yaml: the configuration that ran (to_yaml, with the policy),
+  // which `ppstream whatif TRACE` compiles again to lift the trace into programs.
+  bool trace_every_rank = false;       // cluster mode: the trace draws every rank, not replica 0
   // Called after each engine run (done, total): the CLI draws a progress bar with it.
   std::function<void(int64_t, int64_t, const std::string&)> progress;
 };

@@ -35,9 +35,10 @@ void write_chrome_trace(std::ostream& out, const ProgramSet& set, const EngineRe
 
 // The slices of one run added to `w` (what write_chrome_trace writes), every time shifted by
 // `offset_ms`: a multi-step trace adds each step at its own offset beside its step marker
-// (replay --steps N).
+// (replay --steps N). With `cost`, each collective slice carries its member's arrival delay
+// (CostModel::arrival_delay_ms) so that `ppstream whatif` can tell a late member from the transfer.
 void add_trace_slices(analyze::TraceWriter& w, const ProgramSet& set, const EngineResult& run,
-                      const ProgramFilter& filter = {}, double offset_ms = 0);
+                      const ProgramFilter& filter = {}, double offset_ms = 0, const CostModel* cost = nullptr);
 
 // One panel of the SVG: a title and a run.
 struct SvgPanel {

@@ -63,6 +63,8 @@ struct WhatIfResult {
   double launch_delay_share = 0;  // 1 − mean nodelay / mean measured: the step share launch delays cost
   bool attributed = false;     // S >= decompose_threshold: the maps below are filled
   Attribution by_dp_rank, by_stage, by_op_type;
+  // ppstream traces only: "d,p" (DP index, PP rank) → the slowdown that worker alone causes (S_w).
+  Attribution by_worker;
   std::map<int32_t, Attribution> by_dp_rank_per_step, by_stage_per_step, by_op_type_per_step;
   // M_W (Eq. 5): share of the slowdown removed by idealizing the top 3 % of workers (by
   // min(S_dp, S_stage)); M_S: by idealizing the last stage. Each with its `add` counterpart.
@@ -98,6 +100,22 @@ struct WhatIfResult {
 WhatIfResult analyze(const analyze::TimerTrace& trace, const WhatIfOptions& opts = {});
 // Reads every path (read_timer_trace) and analyses them as one job.
 WhatIfResult analyze_paths(const std::vector<std::string>& paths, const WhatIfOptions& opts = {});
+
+// ppstream's own traces (docs/whatif.md "Our traces").
+// True when `path` is a file ending with ppstream's trace metadata (`"otherData":{"ppstream":`,
+// read from its last 64 KiB: no parse of the whole file; a gzip file is never ours), or a
+// directory holding replay.*.json traces.
+bool is_ppstream_trace(const std::string& path);
+// One `simulate --cluster --trace-every-rank --trace PATH` trace with PATH.config.yaml beside it,
+// or a `replay --trace PATH` directory with PATH/replay.POLICY.config.yaml (one policy's files;
+// steps by their markers): the config is compiled again (expanded, every pass) and verified, each
+// slice joined to its instruction, and the engine re-run per step under MeasuredCostModel; ideal,
+// attribution (by_dp_rank = DP index, by_stage = PP rank, by_op_type = OpKind name, by_worker;
+// means over steps) and the --reduce-grad prediction are engine runs of verified sets. Times in
+// ms. Launch delays are not lifted (the engine has no host issue cost). Throws LiftError (missing
+// config, a slice no instruction names, an instruction without its slice or P2P mirror, a trace
+// not drawing every rank, a slice outside every step marker).
+WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions& opts = {});
 
 // Report views.
 std::string to_json(const WhatIfResult& r);   // keys in docs/whatif.md

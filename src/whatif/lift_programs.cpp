@@ -1,0 +1,366 @@
+// The what-if of ppstream's own traces (docs/whatif.md "Our traces"): the trace's config is
+// compiled again (every pass, place-reductions included), verified, and joined slice by slice
+// with the trace; the measured costs drive the engine (MeasuredCostModel); ideal costs, the
+// attribution by DP rank / PP rank / op type / worker, and the --reduce-grad counterfactual are
+// engine runs of compiled, verified program sets.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "measured_cost.h"
+#include "our_trace.h"
+#include "ppstream/config/config.h"
+#include "ppstream/lower/lower.h"
+#include "ppstream/program/format.h"
+#include "ppstream/verify/verify.h"
+#include "ppstream/whatif/whatif.h"
+
+namespace ppstream::whatif {
+namespace {
+
+using Costs = std::vector<std::vector<MeasuredCost>>;
+
+bool is_comm(OpKind op) { return op == OpKind::BATCH || op == OpKind::UNSHARD || op == OpKind::REDUCE_GRAD; }
+bool has_cost(OpKind op) { return op != OpKind::RECORD && op != OpKind::WAIT; }
+
+ProgramSet compile_lifted(const PipelineConfig& cfg, const std::string& what) {
+  LowerOptions lo;
+  lo.expanded = true;
+  ProgramSet set = compile(cfg, lo);
+  require_verified(set, {}, what);
+  return set;
+}
+
+// The slice of each instruction, consumed from `t` (what is left afterwards names no instruction).
+struct Joined {
+  std::vector<std::vector<const OurSlice*>> slice;  // [prog][instr], nullptr: not drawn
+};
+
+Joined join(const ProgramSet& set, OurSlices& slices, const std::string& path, const std::string& cfg_path) {
+  Joined j;
+  j.slice.resize(set.programs.size());
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    const Program& prog = set.programs[p];
+    j.slice[p].assign(prog.instrs.size(), nullptr);
+    auto& row = slices[prog.rank.v];
+    std::map<std::string, size_t> taken;  // per text: slices joined so far
+    for (size_t k = 0; k < prog.instrs.size(); ++k) {
+      const Instr& i = prog.instrs[k];
+      if (!has_cost(i.op)) continue;
+      const std::string line = to_line(prog, i);
+      const auto it = row.find(line);
+      size_t& n = taken[line];
+      if (it == row.end() || n >= it->second.size()) {
+        if (is_comm(i.op))
+          throw LiftError(fmt::format("whatif: {}: no slice for '{}' (rank {}), an instruction of the programs "
+                                      "compiled from {}: the trace and its config disagree",
+                                      path, line, prog.rank.v, cfg_path));
+        continue;  // compute of zero length is not drawn
+      }
+      j.slice[p][k] = &it->second[n++];
+    }
+    for (const auto& [text, list] : row) {
+      const auto t = taken.find(text);
+      if (t == taken.end() || t->second < list.size())
+        throw LiftError(fmt::format("whatif: {}: slice '{}' of rank {} names no instruction of the programs compiled "
+                                    "from {} ({} slice(s) of that text, {} such instruction(s))",
+                                    path, text, prog.rank.v, cfg_path, list.size(), t == taken.end() ? 0 : t->second));
+    }
+  }
+  for (const auto& [rank, row] : slices)
+    if (rank < 0 || rank >= static_cast<int32_t>(set.programs.size()) || set.programs[static_cast<size_t>(rank)].rank.v != rank)
+      throw LiftError(fmt::format("whatif: {}: rank {} is not a rank of the programs compiled from {}", path, rank, cfg_path));
+  return j;
+}
+
+// The measured cost of every instruction (rules: measured_cost.h, docs/whatif.md).
+MeasuredTable measure(const ProgramSet& set, const Joined& j, const World& world) {
+  // Where each P2P op sits: (rank, kind, mb, stage) → its batch's slice.
+  std::map<std::tuple<int32_t, P2PKind, int32_t, int32_t>, const OurSlice*> batch_of;
+  // Collective members by (op, stage, group, occurrence).
+  std::map<std::tuple<OpKind, int32_t, int32_t, int32_t>, double> last_arrival;
+  const auto group_of = [&](const Program& prog, const Instr& i) {
+    return i.op == OpKind::REDUCE_GRAD ? prog.pp_rank : world.group_of(GroupKind::SHARD, prog.rank.v);
+  };
+  std::vector<std::map<std::pair<OpKind, int32_t>, int32_t>> occ(set.programs.size());
+  const auto occurrence = [&](size_t p, const Instr& i) { return occ[p][{i.op, i.stage.v}]++; };
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    const Program& prog = set.programs[p];
+    for (size_t k = 0; k < prog.instrs.size(); ++k) {
+      const Instr& i = prog.instrs[k];
+      const OurSlice* s = j.slice[p][k];
+      if (!s) continue;
+      if (i.op == OpKind::BATCH)
+        for (const P2POp& op : i.p2p) batch_of[{prog.rank.v, op.kind, op.mb.v, op.stage.v}] = s;
+      if (i.op == OpKind::UNSHARD || i.op == OpKind::REDUCE_GRAD) {
+        double& a = last_arrival[{i.op, i.stage.v, group_of(prog, i), occurrence(p, i)}];
+        a = std::max(a, s->start_ms + s->arrival_ms);
+      }
+    }
+  }
+  for (auto& o : occ) o.clear();
+  MeasuredTable table(static_cast<size_t>(world.pp * world.dp()));
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    const Program& prog = set.programs[p];
+    auto& row = table.at(static_cast<size_t>(prog.rank.v));
+    const std::vector<std::string> keys = instr_keys(prog);
+    for (size_t k = 0; k < prog.instrs.size(); ++k) {
+      const Instr& i = prog.instrs[k];
+      const OurSlice* s = j.slice[p][k];
+      if (!s) continue;
+      MeasuredCost c;
+      if (i.op == OpKind::BATCH) {
+        double posted = s->start_ms;
+        for (const P2POp& op : i.p2p) {
+          const P2POp mirror = mirror_of(op, prog.rank);  // ir.h: the peer's op that matches this one
+          const auto it = batch_of.find({op.peer.v, mirror.kind, mirror.mb.v, mirror.stage.v});
+          if (it == batch_of.end())
+            throw LiftError(fmt::format("whatif: rank {}: '{}' has no mirror '{}' on rank {} in the trace", prog.rank.v,
+                                        to_line(prog, i), to_text(mirror), op.peer.v));
+          posted = std::max(posted, it->second->start_ms);
+        }
+        c.ms = std::max(0.0, s->end_ms - posted);
+      } else if (i.op == OpKind::UNSHARD || i.op == OpKind::REDUCE_GRAD) {
+        const double last = last_arrival.at({i.op, i.stage.v, group_of(prog, i), occurrence(p, i)});
+        c.ms = std::max(0.0, s->end_ms - last);
+        c.arrival_ms = s->arrival_ms;
+      } else {
+        c.ms = s->end_ms - s->start_ms;
+      }
+      row[keys[k]] = c;
+    }
+  }
+  return table;
+}
+
+double makespan(const ProgramSet& set, const Costs& costs, const std::string& what) {
+  MeasuredCostModel model(set, costs);
+  EngineOptions eo;
+  eo.platform = PlatformKind::ASCEND_MINDSPORE;
+  eo.cost = &model;
+  const EngineResult r = run_engine(set, eo);
+  if (!r.completed) throw LiftError("whatif: " + what + " deadlocked:\n" + format_deadlock(set, r));
+  return r.makespan_ms;
+}
+
+// The ideal groups instructions by op kind and virtual stage (BATCH and OPT_STEP: op kind only):
+// a stage's layer count is the config's (stage 7 of the seed's layout has 3 layers, the others 6),
+// an imbalance the configuration decides, not a straggler.
+using IdealKey = std::pair<OpKind, int32_t>;
+IdealKey ideal_key(const Instr& i) {
+  const bool staged = i.op != OpKind::BATCH && i.op != OpKind::OPT_STEP;
+  return {i.op, staged ? i.stage.v : -1};
+}
+
+struct Ideal {
+  std::map<IdealKey, MeasuredCost> by_key;
+  std::set<OpKind> ops;
+};
+
+double agg(std::vector<double> v, bool median) {
+  if (v.empty()) return 0;
+  if (median) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  }
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+// Per (op kind, stage) over every DP rank and step: compute by its mean (or median), communication and
+// arrival delays by their median (the artifact's rule, as the Megatron path).
+Ideal ideal_of(const ProgramSet& set, const std::vector<Costs>& steps, Agg a) {
+  std::map<IdealKey, std::pair<std::vector<double>, std::vector<double>>> v;
+  for (const Costs& m : steps)
+  for (size_t p = 0; p < set.programs.size(); ++p)
+    for (size_t k = 0; k < set.programs[p].instrs.size(); ++k) {
+      const Instr& i = set.programs[p].instrs[k];
+      if (!has_cost(i.op)) continue;
+      auto& xs = v[ideal_key(i)];
+      xs.first.push_back(m[p][k].ms);
+      xs.second.push_back(m[p][k].arrival_ms);
+    }
+  Ideal id;
+  for (auto& [key, xs] : v) {
+    id.by_key[key] = {agg(xs.first, a == Agg::MEDIAN || is_comm(key.first)), agg(xs.second, true)};
+    id.ops.insert(key.first);
+  }
+  return id;
+}
+
+// Costs with `keep(program, instr)` measured and the rest ideal.
+Costs mixed(const ProgramSet& set, const Costs& m, const Ideal& id,
+            const std::function<bool(const Program&, const Instr&)>& keep) {
+  Costs out = m;
+  for (size_t p = 0; p < set.programs.size(); ++p)
+    for (size_t k = 0; k < set.programs[p].instrs.size(); ++k) {
+      const Instr& i = set.programs[p].instrs[k];
+      if (!has_cost(i.op) || keep(set.programs[p], i)) continue;
+      out[p][k] = id.by_key.at(ideal_key(i));
+    }
+  return out;
+}
+
+}  // namespace
+
+WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions& opts) {
+  OurTrace t = read_our_trace(path);
+  const std::string& cfg_path = t.config_path;
+  if (!std::filesystem::exists(cfg_path))
+    throw LiftError(fmt::format("whatif: {}: no {} beside it (the configuration that ran; `ppstream simulate "
+                                "--trace` and `ppstream replay --trace DIR` write it)",
+                                path, cfg_path));
+  if (opts.steps) {
+    std::erase_if(t.steps, [&](const OurStep& st) { return st.step < opts.steps->first || st.step > opts.steps->second; });
+    if (t.steps.empty())
+      throw LiftError(fmt::format("whatif: {}: no step in {}-{}", path, opts.steps->first, opts.steps->second));
+  }
+  const PipelineConfig cfg = load_config_file(cfg_path);
+  const ProgramSet set = compile_lifted(cfg, fmt::format("whatif: the programs lifted from {}", path));
+  const World& world = set.world;
+  std::vector<MeasuredTable> tables;
+  std::vector<Costs> ms;
+  for (OurStep& st : t.steps) {
+    if (static_cast<int64_t>(st.slices.size()) != int64_t{world.pp} * world.dp())
+      throw LiftError(fmt::format("whatif: {}: step {} draws {} ranks, the configuration's world has {}: write it with "
+                                  "`ppstream simulate --cluster --trace-every-rank` (every collective member must be seen)",
+                                  path, st.step, st.slices.size(), world.pp * world.dp()));
+    const Joined j = join(set, st.slices, path, cfg_path);
+    tables.push_back(measure(set, j, world));
+    ms.push_back(costs_for(set, tables.back()));
+  }
+  const Ideal id = ideal_of(set, ms, opts.agg);
+  const auto n_steps = static_cast<int64_t>(ms.size());
+
+  WhatIfResult res;
+  res.dp = world.dp();
+  res.pp = world.pp;
+  res.vpp = world.vpp;
+  res.ops = t.slices_read;
+  for (const Program& p : set.programs) res.graph_ops += static_cast<int64_t>(p.instrs.size());
+  res.graph_ops /= world.dp();  // per DP rank: the instructions of one pipeline replica
+  int64_t runs = 0;
+  const int64_t total = n_steps * (2 + (opts.reduce_grad ? 1 : 0) + res.dp + res.pp +
+                                   static_cast<int64_t>(id.ops.size()) + int64_t{res.dp} * res.pp + 4) + 2;
+  const auto run = [&](const ProgramSet& s, const Costs& c, const std::string& what) {
+    const double v = makespan(s, c, what);
+    if (opts.progress) opts.progress(++runs, total);
+    return v;
+  };
+  // Mean over the steps of the step with `keep` measured (each step's own costs), the rest ideal.
+  using Keep = std::function<bool(const Program&, const Instr&)>;
+  const auto mean_run = [&](const Keep& keep, const std::string& what) {
+    double sum = 0;
+    for (const Costs& m : ms) sum += run(set, mixed(set, m, id, keep), what);
+    return sum / static_cast<double>(n_steps);
+  };
+  const Keep none = [](const Program&, const Instr&) { return false; };
+  const double ideal = run(set, mixed(set, ms.front(), id, none), "the lifted programs with ideal costs");
+  double resim = 0, measured = 0;
+  for (size_t k = 0; k < ms.size(); ++k) {
+    StepFigures f;
+    f.step = t.steps[k].step;
+    f.measured_ms = t.steps[k].measured_ms;
+    f.resimulated_ms = run(set, ms[k], "the lifted programs with their measured costs");
+    f.nodelay_ms = f.resimulated_ms;
+    f.ideal_ms = ideal;
+    f.slowdown = f.resimulated_ms / ideal;
+    res.max_resim_error = std::max(res.max_resim_error, std::abs(f.resimulated_ms - f.measured_ms) / f.measured_ms);
+    resim += f.resimulated_ms / static_cast<double>(n_steps);
+    measured += f.measured_ms / static_cast<double>(n_steps);
+    res.steps.push_back(f);
+  }
+  res.slowdown = resim / ideal;
+  // As the Megatron path defines them (mean measured / mean nodelay, 1 − their inverse): here the
+  // step share that the programs and measured costs do not explain (host issue and wake-up gaps).
+  res.launch_slowdown = measured / resim;
+  res.launch_delay_share = 1.0 - resim / measured;
+  res.notes.push_back(fmt::format("lifted: {} programs compiled from {} ({} policy), verified; {} step(s), {} slices "
+                                  "joined, {} EVENT_WAIT slices left to the engine",
+                                  set.programs.size(), cfg_path, to_string(cfg.reduce_grad), n_steps, t.slices_read,
+                                  t.waits_skipped));
+  res.notes.push_back(fmt::format("launch delays: not lifted per instruction (the engine has no host issue cost); "
+                                  "nodelay = re-simulated, launch_slowdown = measured {:.3f} ms / re-simulated {:.3f} ms "
+                                  "(mean step)",
+                                  measured, resim));
+
+  if (opts.reduce_grad && *opts.reduce_grad != ReducePolicy::NONE) {
+    PipelineConfig c2 = cfg;
+    c2.reduce_grad = *opts.reduce_grad;
+    const ProgramSet set2 = compile_lifted(c2, fmt::format("whatif: the {} programs of {}", to_string(c2.reduce_grad), path));
+    WhatIfResult::Prediction pr;
+    pr.policy = to_string(c2.reduce_grad);
+    for (const MeasuredTable& table : tables) {
+      pr.per_step_ms.push_back(run(set2, costs_for(set2, table), "the re-placed programs, measured costs"));
+      pr.measured_costs_ms += pr.per_step_ms.back() / static_cast<double>(n_steps);
+    }
+    pr.ideal_costs_ms = run(set2, mixed(set2, costs_for(set2, tables.front()), id, none),
+                            "the re-placed programs, ideal costs");
+    pr.traced_ms = resim;
+    pr.traced_ideal_ms = ideal;
+    res.predicted = pr;
+  }
+
+  const int32_t dp = res.dp;
+  const auto dp_index = [dp](const Program& p) { return p.rank.v - p.pp_rank * dp; };
+  const double span = resim - ideal;
+  {
+    const int32_t last = world.pp - 1;
+    const double rem = mean_run([&](const Program& p, const Instr&) { return p.pp_rank != last; }, "M_S");
+    const double add = mean_run([&](const Program& p, const Instr&) { return p.pp_rank == last; }, "M_S");
+    res.m_s = span != 0 ? (resim - rem) / span : 0;
+    res.m_s_add = span != 0 ? (add - ideal) / span : 0;
+  }
+  if (res.slowdown < opts.decompose_threshold) {
+    res.notes.push_back(fmt::format("S = {:.4f} is below the attribution threshold {:.4f}: no attribution, no M_W",
+                                    res.slowdown, opts.decompose_threshold));
+    return res;
+  }
+  res.attributed = true;
+  for (int32_t d = 0; d < dp; ++d)
+    res.by_dp_rank[std::to_string(d)] =
+        mean_run([&](const Program& p, const Instr&) { return dp_index(p) == d; }, "by DP rank") / ideal;
+  for (int32_t s = 0; s < world.pp; ++s)
+    res.by_stage[std::to_string(s)] =
+        mean_run([&](const Program& p, const Instr&) { return p.pp_rank == s; }, "by stage") / ideal;
+  for (const OpKind op : id.ops)
+    res.by_op_type[to_string(op)] =
+        mean_run([op](const Program&, const Instr& i) { return i.op == op; }, "by op type") / ideal;
+  // Workers: keep one (DP index, PP rank) measured, the rest ideal (the paper's S_w, Eq. 4, with
+  // the worker itself rather than the artifact's min(S_dp, S_stage) score).
+  res.worker_score.assign(static_cast<size_t>(dp), std::vector<double>(static_cast<size_t>(world.pp)));
+  std::vector<std::tuple<double, int32_t, int32_t>> ranked;  // (score, pp rank, dp index)
+  for (int32_t d = 0; d < dp; ++d)
+    for (int32_t s = 0; s < world.pp; ++s) {
+      const double sw =
+          mean_run([&](const Program& p, const Instr&) { return dp_index(p) == d && p.pp_rank == s; }, "by worker") / ideal;
+      res.worker_score[static_cast<size_t>(d)][static_cast<size_t>(s)] = sw;
+      res.by_worker[fmt::format("{},{}", d, s)] = sw;
+      ranked.emplace_back(sw, s, d);
+    }
+  std::sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) {
+    if (std::get<0>(x) != std::get<0>(y)) return std::get<0>(x) > std::get<0>(y);
+    return std::make_pair(std::get<1>(x), std::get<2>(x)) < std::make_pair(std::get<1>(y), std::get<2>(y));
+  });
+  const auto n = static_cast<size_t>((static_cast<int64_t>(ranked.size()) * 3 + 99) / 100);
+  std::set<std::pair<int32_t, int32_t>> chosen;
+  for (size_t i = 0; i < n; ++i) {
+    chosen.emplace(std::get<2>(ranked[i]), std::get<1>(ranked[i]));
+    res.m_w_workers.emplace_back(std::get<2>(ranked[i]), std::get<1>(ranked[i]));
+  }
+  const auto is_chosen = [&](const Program& p) { return chosen.count({dp_index(p), p.pp_rank}) > 0; };
+  const double rem = mean_run([&](const Program& p, const Instr&) { return !is_chosen(p); }, "M_W");
+  const double add = mean_run([&](const Program& p, const Instr&) { return is_chosen(p); }, "M_W");
+  res.m_w = span != 0 ? (resim - rem) / span : 0;
+  res.m_w_add = span != 0 ? (add - ideal) / span : 0;
+  return res;
+}
+
+}  // namespace ppstream::whatif

@@ -1,0 +1,183 @@
+#include "our_trace.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+
+#include "ppstream/analyze/trace_format.h"
+#include "ppstream/whatif/whatif.h"
+
+namespace ppstream::whatif {
+namespace tf = ppstream::analyze::trace_format;
+namespace fs = std::filesystem;
+
+bool is_ppstream_trace(const std::string& path) {
+  if (fs::is_directory(path)) {
+    for (const auto& e : fs::directory_iterator(path))
+      if (e.path().filename().string().rfind("replay.", 0) == 0 && e.path().extension() == ".json") return true;
+    return false;
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  constexpr std::streamoff kTail = 64 * 1024;
+  f.seekg(std::max<std::streamoff>(0, size - kTail));
+  std::string tail((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return tail.find(R"("otherData":{"ppstream":)") != std::string::npos;
+}
+
+namespace {
+
+struct Marker {
+  int32_t step = 0;
+  double start_ms = 0, end_ms = 0;
+};
+
+// One file's slices into `out` (steps by its markers; none: one step 0 from t = 0).
+void read_file(const std::string& path, OurTrace& t, std::map<int32_t, OurStep>& out,
+               std::map<int32_t, std::vector<int32_t>>& steps_of_rank) {
+  std::ifstream f(path);
+  if (!f) throw LiftError("whatif: cannot read " + path);
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    throw LiftError(fmt::format("whatif: {}: not JSON: {}", path, e.what()));
+  }
+  const auto meta = doc.find("otherData");
+  if (meta == doc.end() || !meta->is_object() || !meta->contains(tf::kMetaKey))
+    throw LiftError(fmt::format("whatif: {}: no otherData.ppstream: not ppstream's trace format", path));
+  t.producer = (*meta)[std::string(tf::kMetaKey)].value(std::string(tf::kMetaProducer), std::string());
+  const auto ev = doc.find("traceEvents");
+  if (ev == doc.end() || !ev->is_array()) throw LiftError(fmt::format("whatif: {}: no traceEvents array", path));
+  struct Raw {
+    size_t idx;
+    int32_t rank;
+    std::string name;
+    OurSlice s;
+  };
+  std::vector<Raw> raws;
+  std::map<int32_t, std::vector<Marker>> markers;
+  size_t n = 0;
+  for (const auto& e : *ev) {
+    const size_t idx = n++;
+    if (!e.is_object() || e.value("ph", std::string()) != "X") continue;
+    const auto bad = [&](const std::string& what) {
+      return LiftError(fmt::format("whatif: {}: traceEvents[{}]: {}", path, idx, what));
+    };
+    if (!e.contains("pid") || !e["pid"].is_number_integer() || !e.contains("ts") || !e["ts"].is_number() ||
+        !e.contains("dur") || !e["dur"].is_number() || !e.contains("name") || !e["name"].is_string())
+      throw bad("expected integer pid, numeric ts and dur, string name");
+    const auto args = e.find("args");
+    const bool has_args = args != e.end() && args->is_object();
+    const std::string kind = has_args ? args->value(std::string(tf::kArgKind), std::string()) : "";
+    const auto rank = e["pid"].get<int32_t>();
+    const double start = e["ts"].get<double>() / 1000.0, end = start + e["dur"].get<double>() / 1000.0;
+    if (kind == tf::kStepKind) {
+      if (!args->contains(tf::kArgStep) || !(*args)[std::string(tf::kArgStep)].is_number_integer())
+        throw bad("a step marker without an integer args.step");
+      markers[rank].push_back({(*args)[std::string(tf::kArgStep)].get<int32_t>(), start, end});
+      continue;
+    }
+    if (kind == "stream_wait") {
+      ++t.waits_skipped;
+      continue;
+    }
+    if (kind != "compute" && kind != "p2p" && kind != "collective")
+      throw bad(fmt::format("args.kind '{}': expected compute, p2p, collective, stream_wait, step", kind));
+    OurSlice s;
+    s.kind = kind;
+    s.start_ms = start;
+    s.end_ms = end;
+    s.arrival_ms = args->value(std::string(tf::kArgArrivalDelay), 0.0);
+    raws.push_back({idx, rank, e["name"].get<std::string>(), s});
+  }
+  constexpr double kEps = 1e-6;  // ms: the trace's µs are written with 3 decimals
+  for (auto& [rank, ms] : markers) {
+    std::sort(ms.begin(), ms.end(), [](auto& a, auto& b) { return a.start_ms < b.start_ms; });
+    for (size_t k = 1; k < ms.size(); ++k)
+      if (ms[k].start_ms < ms[k - 1].end_ms - kEps)
+        throw LiftError(fmt::format("whatif: {}: rank {}: step {} starts before step {} ends: steps must not overlap",
+                                    path, rank, ms[k].step, ms[k - 1].step));
+  }
+  for (Raw& r : raws) {
+    int32_t step = 0;
+    double t0 = 0;
+    const auto m = markers.find(r.rank);
+    if (m != markers.end()) {
+      const auto it = std::find_if(m->second.begin(), m->second.end(), [&](const Marker& k) {
+        return r.s.start_ms >= k.start_ms - kEps && r.s.start_ms <= k.end_ms + kEps;
+      });
+      if (it == m->second.end())
+        throw LiftError(fmt::format("whatif: {}: traceEvents[{}] '{}' (rank {}) lies in no step marker", path, r.idx,
+                                    r.name, r.rank));
+      step = it->step;
+      t0 = it->start_ms;
+    }
+    OurStep& st = out[step];
+    st.step = step;
+    r.s.start_ms -= t0;
+    r.s.end_ms -= t0;
+    st.measured_ms = std::max(st.measured_ms, r.s.end_ms);
+    st.slices[r.rank][r.name].push_back(r.s);
+    ++t.slices_read;
+  }
+  for (const auto& [rank, ms] : markers) {
+    auto& list = steps_of_rank[rank];
+    for (const Marker& k : ms) {
+      list.push_back(k.step);
+      OurStep& st = out[k.step];
+      st.step = k.step;
+      st.measured_ms = std::max(st.measured_ms, k.end_ms - k.start_ms);
+    }
+  }
+}
+
+}  // namespace
+
+OurTrace read_our_trace(const std::string& path) {
+  OurTrace t;
+  t.path = path;
+  std::vector<std::string> files;
+  if (fs::is_directory(path)) {
+    static const std::regex kName(R"(replay\.([a-z]+)\.rank([0-9]+)\.json)");
+    std::set<std::string> policies;
+    for (const auto& e : fs::directory_iterator(path)) {
+      std::smatch m;
+      const std::string name = e.path().filename().string();
+      if (std::regex_match(name, m, kName)) policies.insert(m[1]), files.push_back(e.path().string());
+    }
+    if (files.empty()) throw LiftError(fmt::format("whatif: {}: no replay.POLICY.rankN.json traces in it", path));
+    if (policies.size() > 1)
+      throw LiftError(fmt::format("whatif: {}: traces of {} policies ({}); keep one policy's files in the directory", path,
+                                  policies.size(), fmt::join(policies, ", ")));
+    t.config_path = fmt::format("{}/replay.{}.config.yaml", path, *policies.begin());
+    std::sort(files.begin(), files.end());
+  } else {
+    files.push_back(path);
+    t.config_path = path + ".config.yaml";
+  }
+  std::map<int32_t, OurStep> steps;
+  std::map<int32_t, std::vector<int32_t>> steps_of_rank;
+  for (const std::string& f : files) read_file(f, t, steps, steps_of_rank);
+  if (t.slices_read == 0) throw LiftError(fmt::format("whatif: {}: no work slices", path));
+  for (const auto& [rank, list] : steps_of_rank)
+    if (list != steps_of_rank.begin()->second)
+      throw LiftError(fmt::format("whatif: {}: rank {} marks other steps than rank {}", path, rank,
+                                  steps_of_rank.begin()->first));
+  for (auto& [k, st] : steps) {
+    for (auto& [rank, row] : st.slices)
+      for (auto& [name, list] : row)
+        std::stable_sort(list.begin(), list.end(), [](const OurSlice& a, const OurSlice& b) { return a.start_ms < b.start_ms; });
+    t.steps.push_back(std::move(st));
+  }
+  return t;
+}
+
+}  // namespace ppstream::whatif
