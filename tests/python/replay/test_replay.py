@@ -211,7 +211,9 @@ def test_trace_dir_is_created_with_one_subdirectory_per_policy(tmp_path):
     res = run([cfg, "--reduce-grad", "both", "--trace", str(out), "--timeout", "60"])
     assert res.returncode == 0, res.stderr[-3000:]
     for policy in ("inline", "async"):
-        assert sorted(os.listdir(out / policy)) == [f"replay.{policy}.rank{r}.json" for r in range(4)]
+        # Each policy's traces and the config that ran them (what `ppstream whatif DIR/POLICY` compiles).
+        assert sorted(os.listdir(out / policy)) == [f"replay.{policy}.config.yaml"] + [
+            f"replay.{policy}.rank{r}.json" for r in range(4)]
     diff = json.loads(cli("diff", str(out / "inline"), str(out / "async"), "--json"))
     assert diff["baseline_sources"] == [str(out / "inline" / f"replay.inline.rank{r}.json") for r in range(4)]
     assert diff["optimized_sources"] == [str(out / "async" / f"replay.async.rank{r}.json") for r in range(4)]
