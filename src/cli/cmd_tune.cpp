@@ -35,7 +35,7 @@ void register_tune(CLI::App& app, int& exit_code) {
   cmd->add_option("--from-trace", args->traces,
                   "ppstream traces of one job (simulate --trace T.json with T.json.config.yaml, replay --trace DIR): "
                   "plans are variants of their config, costed and tailed by the measured job");
-  cmd->add_option("--trace-seed", args->trace_seed, "--from-trace: seed of each trial's draw of a measured step per rank");
+  CLI::Option* seed = cmd->add_option("--trace-seed", args->trace_seed, "--from-trace: seed of each trial's draw of a measured step per rank");
   cmd->add_option("--objective", args->objective, "p99 | p50 | mean of the step time over the trials");
   cmd->add_option("--trials", args->trials, "straggler trials of a fully evaluated plan (the same draws for every plan)")
       ->check(CLI::Range(1, std::numeric_limits<int32_t>::max()));
@@ -47,11 +47,13 @@ void register_tune(CLI::App& app, int& exit_code) {
   cmd->add_option("--apply", args->apply, "write the best plan as a config file");
   cmd->add_flag("--progress", args->progress, "draw the progress bar on stderr even when it is not a terminal");
   cmd->add_flag("--quiet", args->quiet, "no progress bar");
-  cmd->callback([args, &exit_code] {
+  cmd->callback([args, seed, &exit_code] {
     const bool from_trace = !args->traces.empty();
     if (from_trace && (!args->config.path.empty() || !args->config.sets.empty() || !args->config.reduce_grad.empty()))
       throw std::invalid_argument("tune --from-trace: the plans are variants of the traces' own config; give no CONFIG, "
                                   "--set or --reduce-grad (use --space for the keys to vary)");
+    if (!from_trace && seed->count() > 0)
+      throw std::invalid_argument("tune --trace-seed: only with --from-trace (a config's trials draw from its straggler: seed)");
     if (!from_trace && args->config.path.empty() && args->config.sets.empty())
       throw std::invalid_argument("tune: give a CONFIG file, or --from-trace PATH...");
     std::optional<tune::TraceJob> job;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <random>
 
@@ -49,6 +50,7 @@ void add_lifted(TraceStats& s, const whatif::LiftedTrace& t) {
         if (!has_cost(i.op)) continue;
         const whatif::MeasuredCost& c = st.costs[p][k];
         s.cost[r][cost_key(i)].add(c.ms);
+        s.all_ranks[cost_key(i)].add(c.ms);
         if (is_collective(i.op)) arrivals[r][{i.op, i.stage.v}].push_back(c.arrival_ms);  // program order = occurrence
       }
     }
@@ -56,47 +58,101 @@ void add_lifted(TraceStats& s, const whatif::LiftedTrace& t) {
   }
 }
 
+namespace {
+
+// The cost of one instruction of a plan from the measured job, first rule that applies (the
+// order in trace_costs.h); nullopt: never measured, the config's model decides.
+struct Found {
+  double ms = 0;
+  bool derived = false;
+};
+
+class Lookup {
+ public:
+  Lookup(const TraceStats& stats, const sim::SimCostModel& model, double input_fraction)
+      : stats_(stats), model_(model), f_(input_fraction) {}
+
+  std::optional<Found> operator()(int32_t rank, const Instr& i) const {
+    const auto& own = stats_.cost.at(static_cast<size_t>(rank));
+    if (const Mean* m = get(own, cost_key(i))) return Found{m->value(), false};
+    if (i.op == OpKind::BATCH) return batch_from_other_width(own, i);
+    if (auto d = split_or_joined(own, i)) return d;
+    if (const Mean* m = get(stats_.all_ranks, cost_key(i))) return Found{m->value(), true};  // stage run elsewhere
+    return split_or_joined(stats_.all_ranks, i);
+  }
+
+ private:
+  static const Mean* get(const std::map<CostKey, Mean>& m, const CostKey& k) {
+    const auto it = m.find(k);
+    return it == m.end() ? nullptr : &it->second;
+  }
+  // I = f·B, W = (1 − f)·B from a measured B; B = I + W from measured I and W.
+  std::optional<Found> split_or_joined(const std::map<CostKey, Mean>& m, const Instr& i) const {
+    const int32_t s = i.stage.v;
+    if (i.op == OpKind::I || i.op == OpKind::W)
+      if (const Mean* b = get(m, {OpKind::B, s, 0})) return Found{(i.op == OpKind::I ? f_ : 1.0 - f_) * b->value(), true};
+    if (i.op == OpKind::B)
+      if (const Mean *in = get(m, {OpKind::I, s, 0}), *w = get(m, {OpKind::W, s, 0}); in && w)
+        return Found{in->value() + w->value(), true};
+    return std::nullopt;
+  }
+  // A width the rank never batched: its nearest measured width (ties: the smaller) scaled by the
+  // config model's ratio of the two widths' times.
+  std::optional<Found> batch_from_other_width(const std::map<CostKey, Mean>& own, const Instr& i) const {
+    const int32_t w = cost_key(i).width;
+    const Mean* best = nullptr;
+    int32_t best_w = 0;
+    for (auto it = own.lower_bound({OpKind::BATCH, -1, 0}); it != own.end() && it->first.op == OpKind::BATCH; ++it)
+      if (!best || std::abs(it->first.width - w) < std::abs(best_w - w)) best = &it->second, best_w = it->first.width;
+    if (!best) return std::nullopt;
+    const double to = model_.base_batch_ms(i), from = model_.base_batch_ms(batch_of_width(best_w));
+    return Found{from > 0 ? best->value() * to / from : best->value(), true};
+  }
+  static Instr batch_of_width(int32_t w) {
+    Instr b;
+    b.op = OpKind::BATCH;
+    b.p2p.assign(static_cast<size_t>(w), P2POp{});  // w sends: the model counts only the width
+    return b;
+  }
+  const TraceStats& stats_;
+  const sim::SimCostModel& model_;
+  double f_;
+};
+
+}  // namespace
+
 PlanTraceCosts::PlanTraceCosts(const sim::CompiledPlan& plan, const sim::TrialSetup& setup, const TraceStats& stats)
     : plan_(&plan), setup_(&setup), stats_(&stats) {
   const ProgramSet& set = plan.programs();
   if (!same_world(set.world, stats.world))
     throw std::invalid_argument("tune --from-trace: a plan's world is not the trace's (plans keep the trace's parallel sizes)");
-  const sim::SimCostModel fallback(set, plan.config(), setup.cost, sim::StragglerModel(setup.straggler, set.world, 0));
-  const double f = setup.cost.backward_input_fraction;
+  const sim::SimCostModel model(set, plan.config(), setup.cost, sim::StragglerModel(setup.straggler, set.world, 0));
+  const Lookup lookup(stats, model, setup.cost.backward_input_fraction);
   ms_.resize(set.programs.size());
   for (size_t p = 0; p < set.programs.size(); ++p) {
     const Program& prog = set.programs[p];
-    const auto& measured = stats.cost.at(static_cast<size_t>(prog.rank.v));
-    const auto find = [&](OpKind op, int32_t stage) -> const Mean* {
-      const auto it = measured.find({op, stage, 0});
-      return it == measured.end() ? nullptr : &it->second;
-    };
     std::map<std::pair<OpKind, int32_t>, int32_t> occurrence;
     ms_[p].assign(prog.instrs.size(), 0.0);
     for (size_t k = 0; k < prog.instrs.size(); ++k) {
       const Instr& i = prog.instrs[k];
       if (!has_cost(i.op)) continue;
       const std::string kind = to_string(i.op);
-      double& ms = ms_[p][k];
-      const Mean* b = find(OpKind::B, i.stage.v);
-      const Mean *in = find(OpKind::I, i.stage.v), *wt = find(OpKind::W, i.stage.v);
-      if (const auto it = measured.find(cost_key(i)); it != measured.end()) {
-        ms = it->second.value();
-        ++origins_.measured;
-      } else if ((i.op == OpKind::I || i.op == OpKind::W) && b) {
-        ms = (i.op == OpKind::I ? f : 1.0 - f) * b->value();
-        ++origins_.derived[kind];
-      } else if (i.op == OpKind::B && in && wt) {
-        ms = in->value() + wt->value();
-        ++origins_.derived[kind];
+      if (const std::optional<Found> found = lookup(prog.rank.v, i)) {
+        ms_[p][k] = found->ms;
+        if (found->derived) ++origins_.derived[kind];
+        else ++origins_.measured;
       } else {
-        ms = i.op == OpKind::BATCH ? fallback.base_batch_ms(i)
-             : is_collective(i.op) ? fallback.base_collective_ms(i)
-                                   : fallback.compute_ms(prog, i);
+        ms_[p][k] = i.op == OpKind::BATCH ? model.base_batch_ms(i)
+                    : is_collective(i.op) ? model.base_collective_ms(i)
+                                          : model.compute_ms(prog, i);
         ++origins_.unmeasured[kind];
       }
-      if (is_collective(i.op))
-        colls_.push_back({p, k, prog.rank.v, occurrence[{i.op, i.stage.v}]++, {i.op, i.stage.v}});
+      if (!is_collective(i.op)) continue;
+      const std::pair<OpKind, int32_t> key{i.op, i.stage.v};
+      colls_.push_back({p, k, prog.rank.v, occurrence[key]++, key});
+      const auto& first_step = stats.arrival.front().at(static_cast<size_t>(prog.rank.v));
+      if (const auto it = first_step.find(key); it == first_step.end() || it->second.empty())
+        ++origins_.unmeasured[kind + " arrival"];  // every step has the same programs: one look
     }
   }
 }

@@ -1,17 +1,22 @@
 // `tune --from-trace` (docs/tune.md "From a trace"): a plan's instruction costs taken from the
 // measured job instead of the `cost:` section's formulas, and its tails from the job's observed
-// arrival delays. What a recompiled plan's instruction maps to in the measured job:
-//   compute F / B / I / W / RESHARD / OPT_STEP  (rank, kind, virtual stage): the mean over the
-//       microbatches and steps measured (microbatch-agnostic: a schedule reorders microbatches);
-//   BATCH  (rank, width = max(sends, receives), as the simulator's cost): the mean measured transfer;
-//   UNSHARD / REDUCE_GRAD  (rank, kind, stage): the mean measured transfer (end − last arrival);
-//   arrival delay of a collective  (rank, kind, stage, occurrence k) in the step the trial drew for
-//       that rank (the k-th measured occurrence; past the last, the last).
-// Derived (counted, noted): I = f·B and W = (1 − f)·B from a measured B (f: the config's
-// cost.backward_input_fraction), B = I + W from measured I and W. Anything else the trace never
-// measured (a stage on a rank the trace's placement did not put there, a batch width it never
-// had) takes the config's cost model (SimCostModel; arrival: its straggler model), counted per
-// op kind in the report — never silently. Units: ms.
+// arrival delays. What a recompiled plan's instruction maps to in the measured job (the first
+// rule that applies):
+//   1. measured on its rank: compute F / B / I / W / RESHARD / OPT_STEP by (rank, kind, virtual
+//      stage), the mean over the microbatches and steps measured (microbatch-agnostic: a schedule
+//      reorders microbatches); BATCH by (rank, width = max(sends, receives), as the simulator's
+//      cost), the mean measured transfer; UNSHARD / REDUCE_GRAD by (rank, kind, stage), the mean
+//      measured transfer (end − last arrival);
+//   2. derived on its rank (counted): I = f·B and W = (1 − f)·B from a measured B (f: the
+//      config's cost.backward_input_fraction), B = I + W; a BATCH width the rank never had: the
+//      nearest measured width's mean × the config model's ratio of the two widths' times;
+//   3. derived from the other ranks (counted): the same (kind, stage) — or its split / join as
+//      in 2 — measured on the ranks that ran that stage (a schedule that places stages otherwise,
+//      zbv, dualpipev): their mean;
+//   4. never measured (counted per op kind, never silent): the config's cost model (SimCostModel).
+// Arrival delays (the tails): a collective's (rank, kind, stage, occurrence k) in the step the
+// trial drew for that rank, the k-th measured occurrence (past the last, the last); a collective
+// the rank never had (counted as "KIND arrival"): the config's straggler model. Units: ms.
 #pragma once
 
 #include <compare>
@@ -46,6 +51,7 @@ struct Mean {
 struct TraceStats {
   World world;                                   // the traces' (expanded) world
   std::vector<std::map<CostKey, Mean>> cost;     // [global rank]
+  std::map<CostKey, Mean> all_ranks;             // the same pooled over every rank
   using Arrivals = std::map<std::pair<OpKind, int32_t>, std::vector<double>>;  // (op, stage) → by occurrence
   std::vector<std::vector<Arrivals>> arrival;    // [step][global rank]
   int32_t steps() const { return static_cast<int32_t>(arrival.size()); }
@@ -58,8 +64,8 @@ void add_lifted(TraceStats& s, const whatif::LiftedTrace& t);
 // Per op kind name ("I", "BATCH", …): instructions of one plan by where their cost came from.
 struct CostOrigins {
   int64_t measured = 0;
-  std::map<std::string, int64_t> derived;     // I/W from B, B from I + W
-  std::map<std::string, int64_t> unmeasured;  // the config's cost model
+  std::map<std::string, int64_t> derived;     // rules 2 and 3 of the mapping above
+  std::map<std::string, int64_t> unmeasured;  // rule 4: the config's model ("KIND arrival": its straggler model)
 };
 
 // One plan's costs from the trace: a base duration per instruction and, per trial, the arrival

@@ -13,8 +13,10 @@
 #include "ppstream/analyze/trace_writer.h"
 #include "ppstream/config/config.h"
 #include "ppstream/lower/lower.h"
+#include "ppstream/program/format.h"
 #include "ppstream/sim/simulate.h"
 #include "ppstream/sim/trace.h"
+#include "ppstream/sim/trials.h"
 #include "ppstream/tune/tune.h"
 #include "ppstream/whatif/whatif.h"
 #include "tune/trace_costs.h"
@@ -115,9 +117,10 @@ TEST(TuneFromTrace, SimulatorTraceFindsTheConfigsBestPlanAndP99) {
   EXPECT_NE(tune_table(on_trace).find("derived from measured ones (I 16, W 16)"), std::string::npos);
 }
 
-// zbv places stage 3 on PP rank 0 where interleaved 1F1B had stage 2: those costs were never
-// measured there, so they come from the config's cost model, counted per op kind.
-TEST(TuneFromTrace, UnmeasuredInstructionsTakeTheConfigsModelAndAreCounted) {
+// zbv places stage 3 on PP rank 0 where interleaved 1F1B had stage 2: its costs come from the
+// ranks that ran stage 3 (derived, counted), and the arrival delays of collectives the rank never
+// had from the config's straggler model (counted as "KIND arrival").
+TEST(TuneFromTrace, StagesPlacedElsewhereAreDerivedFromTheRanksThatRanThem) {
   const PipelineConfig cfg = config("interleaved_1f1b", 2);
   const auto dir = temp_dir("tune_trace_zbv");
   const std::string trace = (dir / "t.json").string();
@@ -129,10 +132,87 @@ TEST(TuneFromTrace, UnmeasuredInstructionsTakeTheConfigsModelAndAreCounted) {
   const TuneReport on_cfg = tune(cfg, o);
   ASSERT_EQ(on_trace.plans.size(), 1u);
   const PlanResult& p = on_trace.plans.front();
-  EXPECT_GT(p.unmeasured_instructions.at("F"), 0);
-  EXPECT_GT(p.unmeasured_instructions.at("REDUCE_GRAD"), 0);
-  EXPECT_NE(tune_table(on_trace).find("never measured, from the config's cost model"), std::string::npos);
+  EXPECT_EQ(p.derived_instructions.at("F"), 16);  // stages 2 and 3 moved: 4 microbatches × 2 stages × 2 DP ranks
+  EXPECT_EQ(p.derived_instructions.at("REDUCE_GRAD"), 4);
+  EXPECT_EQ(p.unmeasured_instructions.at("REDUCE_GRAD arrival"), 4);
+  EXPECT_EQ(p.unmeasured_instructions.count("F"), 0u);
+  EXPECT_NE(tune_table(on_trace).find("never measured, from the config's cost model (REDUCE_GRAD arrival 4"),
+            std::string::npos)
+      << tune_table(on_trace);
   EXPECT_NEAR(p.p99_ms, on_cfg.plans.at(0).p99_ms, kTolMs);  // the costs agree: so must the plan
+}
+
+// Rule 4: what no rank measured takes the config's cost model and its straggler model, each
+// instruction counted (here a job that measured nothing: every instruction).
+TEST(TuneFromTrace, NeverMeasuredInstructionsTakeTheConfigsModel) {
+  const PipelineConfig cfg = config();
+  const sim::CompiledPlan plan(cfg, ReducePolicy::NONE, true);
+  const sim::TrialSetup setup = sim::trial_setup(cfg, plan.world());
+  tune_detail::TraceStats nothing;
+  nothing.world = plan.world();
+  const auto ranks = static_cast<size_t>(plan.world().pp * plan.world().dp());
+  nothing.cost.resize(ranks);
+  nothing.arrival.assign(1, std::vector<tune_detail::TraceStats::Arrivals>(ranks));
+  const tune_detail::PlanTraceCosts costs(plan, setup, nothing);
+  const sim::SimCostModel model = sim::trial_cost_model(plan, setup, 0);
+  const std::vector<std::vector<double>> arrival = costs.arrivals(std::vector<int32_t>(ranks, 0), 0);
+  int64_t with_cost = 0, checked = 0;
+  for (size_t p = 0; p < plan.programs().programs.size(); ++p) {
+    const Program& prog = plan.programs().programs[p];
+    for (size_t k = 0; k < prog.instrs.size(); ++k) {
+      const Instr& i = prog.instrs[k];
+      if (i.op == OpKind::RECORD || i.op == OpKind::WAIT) continue;
+      ++with_cost;
+      const double want = i.op == OpKind::BATCH ? model.batch_ms(prog, i)
+                          : i.op == OpKind::UNSHARD || i.op == OpKind::REDUCE_GRAD ? model.collective_ms(prog, i)
+                                                                                   : model.compute_ms(prog, i);
+      EXPECT_DOUBLE_EQ(costs.base_ms()[p][k], want) << to_string(i.op);
+      EXPECT_DOUBLE_EQ(arrival[p][k], model.arrival_delay_ms(prog, i)) << to_string(i.op);
+      checked += want > 0;
+    }
+  }
+  EXPECT_GT(checked, 0);
+  EXPECT_EQ(costs.origins().measured, 0);
+  int64_t counted = 0;
+  for (const auto& [kind, n] : costs.origins().unmeasured)
+    if (kind.find("arrival") == std::string::npos) counted += n;
+  EXPECT_EQ(counted, with_cost);
+  EXPECT_EQ(costs.origins().unmeasured.at("REDUCE_GRAD arrival"), 4);
+}
+
+// Rule 2 for P2P: a batch width a rank never had (interleaved ZB at PP 4 batches two sends where
+// the job's batches were one op wide) is the measured width's time scaled by the config model's
+// ratio of the two widths. A job whose one-op batches took twice the model's time: every batch of
+// the plan, measured or derived, takes twice the model's time.
+TEST(TuneFromTrace, AnUnmeasuredBatchWidthScalesTheMeasuredOne) {
+  PipelineConfig cfg = config("interleaved_zb", 2);
+  apply_overrides(cfg, {{"pipeline_parallel_size", "4"}, {"micro_batch_num", "8"}, {"num_layers", "16"},
+                        {"pipeline_parallel_overlap_b_f", "false"}});
+  const sim::CompiledPlan plan(cfg, ReducePolicy::NONE, true);
+  const sim::TrialSetup setup = sim::trial_setup(cfg, plan.world());
+  const sim::SimCostModel model = sim::trial_cost_model(plan, setup, 0);
+  const auto ranks = static_cast<size_t>(plan.world().pp * plan.world().dp());
+  tune_detail::TraceStats job;
+  job.world = plan.world();
+  job.cost.resize(ranks);
+  job.arrival.assign(1, std::vector<tune_detail::TraceStats::Arrivals>(ranks));
+  Instr one;
+  one.op = OpKind::BATCH;
+  one.p2p.resize(1);
+  for (auto& rank : job.cost) rank[{OpKind::BATCH, -1, 1}].add(2 * model.base_batch_ms(one));
+  const tune_detail::PlanTraceCosts costs(plan, setup, job);
+  int64_t wide = 0;
+  for (size_t p = 0; p < plan.programs().programs.size(); ++p) {
+    const Program& prog = plan.programs().programs[p];
+    for (size_t k = 0; k < prog.instrs.size(); ++k) {
+      const Instr& i = prog.instrs[k];
+      if (i.op != OpKind::BATCH) continue;
+      wide += tune_detail::cost_key(i).width > 1;
+      EXPECT_NEAR(costs.base_ms()[p][k], 2 * model.batch_ms(prog, i), 1e-12) << to_line(prog, i);
+    }
+  }
+  EXPECT_GT(wide, 0);
+  EXPECT_EQ(costs.origins().derived.at("BATCH"), wide);
 }
 
 // A replay-shaped directory (replay.inline.rankN.json, steps marked on the host lane) of two
