@@ -3,7 +3,9 @@
 // config's straggler model, within a memory budget. Every plan is compiled and verified before
 // it is scored; scoring is the simulator's trial runs (the one engine semantics) over seeded trials, the same
 // trials for every plan (common random numbers), pruned by successive halving; a plan is compiled
-// once and a later rung runs only the trials it adds (sim/trials.h). docs/tune.md.
+// once and a later rung runs only the trials it adds (sim/trials.h). From a trace (TraceJob), the
+// same search with every plan costed by a measured job and its tails the observed arrival delays
+// (docs/tune.md "From a trace"). docs/tune.md.
 #pragma once
 
 #include <cstdint>
