@@ -1,6 +1,8 @@
 // `ppstream tune CONFIG`: search the plan space for the lowest p99 (or p50, mean) step time
 // under the config's straggler model, within a memory budget (docs/tune.md); --apply writes the
 // best plan as a config file that simulate, replay and train read unchanged.
+// `ppstream tune --from-trace PATH...`: the same search over variants of the traces' config, on
+// the measured job's costs and observed tails (docs/tune.md "From a trace").
 #include <unistd.h>
 
 #include <cstdio>
@@ -24,10 +26,16 @@ void register_tune(CLI::App& app, int& exit_code) {
     bool json = false, progress = false, quiet = false;
     std::string apply;
     int32_t show = 5;
+    std::vector<std::string> traces;
+    uint64_t trace_seed = 0;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("tune", "search schedule and reduction placement for the lowest p99 step time within a memory budget");
-  args->config.add_to(cmd, true);
+  args->config.add_to(cmd, false);
+  cmd->add_option("--from-trace", args->traces,
+                  "ppstream traces of one job (simulate --trace T.json with T.json.config.yaml, replay --trace DIR): "
+                  "plans are variants of their config, costed and tailed by the measured job");
+  CLI::Option* seed = cmd->add_option("--trace-seed", args->trace_seed, "--from-trace: seed of each trial's draw of a measured step per rank");
   cmd->add_option("--objective", args->objective, "p99 | p50 | mean of the step time over the trials");
   cmd->add_option("--trials", args->trials, "straggler trials of a fully evaluated plan (the same draws for every plan)")
       ->check(CLI::Range(1, std::numeric_limits<int32_t>::max()));
@@ -39,9 +47,20 @@ void register_tune(CLI::App& app, int& exit_code) {
   cmd->add_option("--apply", args->apply, "write the best plan as a config file");
   cmd->add_flag("--progress", args->progress, "draw the progress bar on stderr even when it is not a terminal");
   cmd->add_flag("--quiet", args->quiet, "no progress bar");
-  cmd->callback([args, &exit_code] {
-    const PipelineConfig cfg = args->config.load();
+  cmd->callback([args, seed, &exit_code] {
+    const bool from_trace = !args->traces.empty();
+    if (from_trace && (!args->config.path.empty() || !args->config.sets.empty() || !args->config.reduce_grad.empty()))
+      throw std::invalid_argument("tune --from-trace: the plans are variants of the traces' own config; give no CONFIG, "
+                                  "--set or --reduce-grad (use --space for the keys to vary)");
+    if (!from_trace && seed->count() > 0)
+      throw std::invalid_argument("tune --trace-seed: only with --from-trace (a config's trials draw from its straggler: seed)");
+    if (!from_trace && args->config.path.empty() && args->config.sets.empty())
+      throw std::invalid_argument("tune: give a CONFIG file, or --from-trace PATH...");
+    std::optional<tune::TraceJob> job;
+    if (from_trace) job = tune::lift_traces(args->traces);
+    const PipelineConfig cfg = from_trace ? job->config : args->config.load();
     tune::TuneOptions o;
+    o.trace_seed = args->trace_seed;
     const auto objective = tune::parse_objective(args->objective);
     if (!objective) throw std::invalid_argument("tune --objective " + args->objective + ": expected p99, p50 or mean");
     o.objective = *objective;
@@ -59,7 +78,7 @@ void register_tune(CLI::App& app, int& exit_code) {
                   << std::string(static_cast<size_t>(kWidth - filled), '.') << "] " << done << "/" << total << " runs ("
                   << what.substr(0, 60) << ")\033[K" << std::flush;
       };
-    const tune::TuneReport r = tune::tune(cfg, o);
+    const tune::TuneReport r = job ? tune::tune(*job, o) : tune::tune(cfg, o);
     if (o.progress) std::cerr << "\n";
     if (!args->apply.empty()) {
       if (r.plans.empty()) throw std::invalid_argument("tune --apply: no plan within the memory budget to write");

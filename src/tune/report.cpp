@@ -25,7 +25,41 @@ json plan_json(const PlanResult& p) {
           {"score_ms", p.score_ms},
           {"peak_memory_bytes", p.peak_memory_bytes},
           {"peak_memory_bytes_per_rank", p.peak_per_rank_bytes},
-          {"over_budget", p.over_budget}};
+          {"over_budget", p.over_budget},
+          {"measured_instructions", p.measured_instructions},
+          {"derived_instructions", p.derived_instructions},
+          {"unmeasured_instructions", p.unmeasured_instructions}};
+}
+
+int64_t total(const std::map<std::string, int64_t>& by_kind) {
+  int64_t n = 0;
+  for (const auto& [kind, k] : by_kind) n += k;
+  return n;
+}
+
+std::string by_kind_text(const std::map<std::string, int64_t>& by_kind) {
+  std::string out;
+  for (const auto& [kind, n] : by_kind) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", kind, n);
+  return out;
+}
+
+// From a trace: where the listed plans' costs came from (every instruction not measured is counted).
+std::string origins_text(const TuneReport& r) {
+  std::string out = fmt::format("costs and tails from {} measured step(s) of {} (config {}): per (rank, op kind, stage) "
+                                "means; arrival delays of a measured step drawn per rank and trial (seed {})\n",
+                                r.trace_steps, fmt::join(r.trace_paths, ", "), r.trace_config_path, r.trace_seed);
+  auto line = [&](const std::string& tag, const PlanResult& p) {
+    const int64_t d = total(p.derived_instructions), u = total(p.unmeasured_instructions);
+    if (d == 0 && u == 0) return;
+    out += fmt::format("{} {}: {} instructions measured", tag, p.label, p.measured_instructions);
+    if (d) out += fmt::format(", {} derived from measured ones ({})", d, by_kind_text(p.derived_instructions));
+    if (u) out += fmt::format(", {} never measured, from the config's cost model ({})", u, by_kind_text(p.unmeasured_instructions));
+    out += "\n";
+  };
+  for (size_t n = 0; n < r.plans.size(); ++n) line(fmt::format("plan {}", n + 1), r.plans[n]);
+  line("baseline", r.as_written);
+  for (const PlanResult& b : r.baselines) line("baseline", b);
+  return out;
 }
 
 // The best of the three policy baselines under the objective (nullptr when there are none).
@@ -52,7 +86,10 @@ std::string tune_json(const TuneReport& r, int indent) {
             {"trial_runs", r.trial_runs},
             {"stopped_by_budget", r.stopped_by_budget},
             {"wall_s", r.wall_s},
-            {"time_to_best_s", r.time_to_best_s}};
+            {"time_to_best_s", r.time_to_best_s},
+            {"cost_source", r.cost_source}};
+  if (r.cost_source == "trace")
+    j["trace"] = {{"paths", r.trace_paths}, {"config", r.trace_config_path}, {"steps", r.trace_steps}, {"seed", r.trace_seed}};
   json space = json::array();
   for (const Dimension& d : r.space) space.push_back({{"key", d.key}, {"values", d.values}});
   j["space"] = std::move(space);
@@ -113,6 +150,7 @@ std::string tune_table(const TuneReport& r) {
   }
   for (const auto& [kind, v] : aside)
     out += fmt::format("set aside, {}: {} (first: {})\n", kind, v.first, v.second.substr(0, 300));
+  if (r.cost_source == "trace") out += origins_text(r);
   if (bb) out += fmt::format("vs_base: against the best baseline ({}, {} {:.3f} ms)\n", bb->label, to_string(r.objective), bb->score_ms);
   return out;
 }

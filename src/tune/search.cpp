@@ -28,7 +28,7 @@ struct Candidate {
   Settings settings;        // differing from the config as written
   std::string label;
   PipelineConfig cfg;
-  std::unique_ptr<tune_detail::PlanScoring> scoring;  // compiled once, trials kept
+  std::unique_ptr<tune_detail::Scoring> scoring;  // compiled once, trials kept
   std::optional<PlanResult> result;  // the latest scoring (most trials)
   double first_scored_s = 0, last_scored_s = 0;
 };
@@ -79,7 +79,8 @@ std::string verify_plan(const PipelineConfig& c, std::string& programs_text) {
 
 class Search {
  public:
-  Search(const PipelineConfig& cfg, const TuneOptions& o) : base_(cfg), o_(o), t0_(Clock::now()) {}
+  Search(const PipelineConfig& cfg, const TuneOptions& o, tune_detail::ScoringFactory make)
+      : base_(cfg), o_(o), make_(std::move(make)), t0_(Clock::now()) {}
 
   TuneReport run() {
     check_options();
@@ -112,7 +113,7 @@ class Search {
   }
 
   // Trials 0..trials-1 of `plan` (the same draws for every plan), extending what it has run.
-  PlanResult score(tune_detail::PlanScoring& plan, const PipelineConfig& c, int32_t trials, const Settings& settings,
+  PlanResult score(tune_detail::Scoring& plan, const PipelineConfig& c, int32_t trials, const Settings& settings,
                    const std::string& label) {
     const int32_t before = plan.trials();
     const sim::TrialStats st = plan.extend(trials);
@@ -126,15 +127,19 @@ class Search {
     p.score_ms = objective_of(o_.objective, st);
     p.peak_memory_bytes = plan.peak_memory_bytes();
     p.over_budget = o_.memory_budget_bytes && p.peak_memory_bytes > *o_.memory_budget_bytes;
+    const tune_detail::CostOrigins origins = plan.origins();
+    p.measured_instructions = origins.measured;
+    p.derived_instructions = origins.derived;
+    p.unmeasured_instructions = origins.unmeasured;
     p.yaml = to_yaml(c);
     if (o_.progress) o_.progress(rep_.simulations, planned_, label);
     return p;
   }
   // A plan scored once over every trial (the config as written, the baselines).
   PlanResult score_once(const PipelineConfig& c, const Settings& settings, const std::string& label) {
-    tune_detail::PlanScoring plan(c);
-    PlanResult p = score(plan, c, o_.trials, settings, label);
-    p.peak_per_rank_bytes = plan.peak_per_rank_trial0();
+    const std::unique_ptr<tune_detail::Scoring> plan = make_(c);
+    PlanResult p = score(*plan, c, o_.trials, settings, label);
+    p.peak_per_rank_bytes = plan->peak_per_rank_trial0();
     return p;
   }
   // The three policy baselines as written (the comparison set).
@@ -186,7 +191,7 @@ class Search {
         continue;
       }
       try {
-        auto scoring = std::make_unique<tune_detail::PlanScoring>(c);
+        std::unique_ptr<tune_detail::Scoring> scoring = make_(c);
         cands_.push_back({std::move(diff), label, std::move(c), std::move(scoring), std::nullopt, 0, 0});
       } catch (const std::exception& e) {  // verified above under every profile: not expected
         rep_.log.push_back({label, -1, 0, 0, fmt::format("does not compile: {}", e.what())});
@@ -265,6 +270,7 @@ class Search {
 
   const PipelineConfig& base_;
   const TuneOptions& o_;
+  tune_detail::ScoringFactory make_;
   Clock::time_point t0_;
   std::string base_yaml_;
   TuneReport rep_;
@@ -275,6 +281,14 @@ class Search {
 
 }  // namespace
 
-TuneReport tune(const PipelineConfig& cfg, const TuneOptions& opts) { return Search(cfg, opts).run(); }
+TuneReport tune(const PipelineConfig& cfg, const TuneOptions& opts) {
+  return Search(cfg, opts, [](const PipelineConfig& c) { return std::make_unique<tune_detail::PlanScoring>(c); }).run();
+}
 
 }  // namespace ppstream::tune
+
+namespace ppstream::tune_detail {
+TuneReport search(const PipelineConfig& cfg, const TuneOptions& opts, ScoringFactory make) {
+  return tune::Search(cfg, opts, std::move(make)).run();
+}
+}  // namespace ppstream::tune_detail

@@ -210,31 +210,53 @@ Costs mixed(const ProgramSet& set, const Costs& m, const Ideal& id,
 
 }  // namespace
 
-WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions& opts) {
+LiftedTrace lift_ppstream_trace(const std::string& path, const std::optional<std::pair<int32_t, int32_t>>& steps) {
   OurTrace t = read_our_trace(path);
+  LiftedTrace out;
+  out.path = path;
+  out.config_path = t.config_path;
   const std::string& cfg_path = t.config_path;
   if (!std::filesystem::exists(cfg_path))
     throw LiftError(fmt::format("whatif: {}: no {} beside it (the configuration that ran; `ppstream simulate "
                                 "--trace` and `ppstream replay --trace DIR` write it)",
                                 path, cfg_path));
-  if (opts.steps) {
-    std::erase_if(t.steps, [&](const OurStep& st) { return st.step < opts.steps->first || st.step > opts.steps->second; });
-    if (t.steps.empty())
-      throw LiftError(fmt::format("whatif: {}: no step in {}-{}", path, opts.steps->first, opts.steps->second));
+  if (steps) {
+    std::erase_if(t.steps, [&](const OurStep& st) { return st.step < steps->first || st.step > steps->second; });
+    if (t.steps.empty()) throw LiftError(fmt::format("whatif: {}: no step in {}-{}", path, steps->first, steps->second));
   }
-  const PipelineConfig cfg = load_config_file(cfg_path);
-  const ProgramSet set = compile_lifted(cfg, fmt::format("whatif: the programs lifted from {}", path));
+  out.config = load_config_file(cfg_path);
+  out.programs = compile_lifted(out.config, fmt::format("whatif: the programs lifted from {}", path));
+  const ProgramSet& set = out.programs;
   const World& world = set.world;
-  std::vector<MeasuredTable> tables;
-  std::vector<Costs> ms;
   for (OurStep& st : t.steps) {
     if (static_cast<int64_t>(st.slices.size()) != int64_t{world.pp} * world.dp())
       throw LiftError(fmt::format("whatif: {}: step {} draws {} ranks, the configuration's world has {}: write it with "
                                   "`ppstream simulate --cluster --trace-every-rank` (every collective member must be seen)",
                                   path, st.step, st.slices.size(), world.pp * world.dp()));
     const Joined j = join(set, st.slices, path, cfg_path);
-    tables.push_back(measure(set, j, world));
-    ms.push_back(costs_for(set, tables.back()));
+    LiftedTrace::Step s;
+    s.step = st.step;
+    s.measured_ms = st.measured_ms;
+    s.table = measure(set, j, world);
+    s.costs = costs_for(set, s.table);
+    out.steps.push_back(std::move(s));
+  }
+  out.slices_read = t.slices_read;
+  out.waits_skipped = t.waits_skipped;
+  return out;
+}
+
+WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions& opts) {
+  LiftedTrace lifted = lift_ppstream_trace(path, opts.steps);
+  const std::string& cfg_path = lifted.config_path;
+  const PipelineConfig& cfg = lifted.config;
+  const ProgramSet& set = lifted.programs;
+  const World& world = set.world;
+  std::vector<MeasuredTable> tables;
+  std::vector<Costs> ms;
+  for (LiftedTrace::Step& st : lifted.steps) {  // moved: the steps' figures stay in `lifted`
+    tables.push_back(std::move(st.table));
+    ms.push_back(std::move(st.costs));
   }
   const Ideal id = ideal_of(set, ms, opts.agg);
   const auto n_steps = static_cast<int64_t>(ms.size());
@@ -243,7 +265,7 @@ WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions
   res.dp = world.dp();
   res.pp = world.pp;
   res.vpp = world.vpp;
-  res.ops = t.slices_read;
+  res.ops = lifted.slices_read;
   for (const Program& p : set.programs) res.graph_ops += static_cast<int64_t>(p.instrs.size());
   res.graph_ops /= world.dp();  // per DP rank: the instructions of one pipeline replica
   int64_t runs = 0;
@@ -266,8 +288,8 @@ WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions
   double resim = 0, measured = 0;
   for (size_t k = 0; k < ms.size(); ++k) {
     StepFigures f;
-    f.step = t.steps[k].step;
-    f.measured_ms = t.steps[k].measured_ms;
+    f.step = lifted.steps[k].step;
+    f.measured_ms = lifted.steps[k].measured_ms;
     f.resimulated_ms = run(set, ms[k], "the lifted programs with their measured costs");
     f.nodelay_ms = f.resimulated_ms;
     f.ideal_ms = ideal;
@@ -284,8 +306,8 @@ WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions
   res.launch_delay_share = 1.0 - resim / measured;
   res.notes.push_back(fmt::format("lifted: {} programs compiled from {} ({} policy), verified; {} step(s), {} slices "
                                   "joined, {} EVENT_WAIT slices left to the engine",
-                                  set.programs.size(), cfg_path, to_string(cfg.reduce_grad), n_steps, t.slices_read,
-                                  t.waits_skipped));
+                                  set.programs.size(), cfg_path, to_string(cfg.reduce_grad), n_steps, lifted.slices_read,
+                                  lifted.waits_skipped));
   res.notes.push_back(fmt::format("launch delays: not lifted per instruction (the engine has no host issue cost); "
                                   "nodelay = re-simulated, launch_slowdown = measured {:.3f} ms / re-simulated {:.3f} ms "
                                   "(mean step)",

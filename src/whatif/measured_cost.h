@@ -11,22 +11,11 @@
 
 #include "ppstream/engine/engine.h"
 #include "ppstream/program/ir.h"
+#include "ppstream/whatif/lifted.h"
 
 namespace ppstream::whatif {
 
-// What one instruction cost in the trace. `ms`: compute = its duration; BATCH = its end minus the
-// latest post of its own and its mirrors' batches (the transfer); UNSHARD / REDUCE_GRAD = its
-// end minus the last member's arrival (the transfer). `arrival_ms`: a collective member's
-// arrival delay after it posted (the trace's args.arrival_delay_ms; 0 elsewhere).
-struct MeasuredCost {
-  double ms = 0;
-  double arrival_ms = 0;
-};
-
-// Measured costs by rank and instruction key (instr_key: program/format.h op_text, "B mb15 s7",
-// no rank, no stream, with its occurrence in the program: "UNSHARD s0#1" is the second), so that
-// a set compiled under another reduction policy finds the same instruction's cost.
-using MeasuredTable = std::vector<std::unordered_map<std::string, MeasuredCost>>;  // [rank]
+// MeasuredCost, MeasuredTable: ppstream/whatif/lifted.h.
 
 // The keys of a program's instructions, in program order ("" for RECORD / WAIT).
 std::vector<std::string> instr_keys(const Program& prog);

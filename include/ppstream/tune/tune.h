@@ -3,17 +3,25 @@
 // config's straggler model, within a memory budget. Every plan is compiled and verified before
 // it is scored; scoring is the simulator's trial runs (the one engine semantics) over seeded trials, the same
 // trials for every plan (common random numbers), pruned by successive halving; a plan is compiled
-// once and a later rung runs only the trials it adds (sim/trials.h). docs/tune.md.
+// once and a later rung runs only the trials it adds (sim/trials.h). From a trace (TraceJob), the
+// same search with every plan costed by a measured job and its tails the observed arrival delays
+// (docs/tune.md "From a trace"). docs/tune.md.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "ppstream/config/config.h"
+
+namespace ppstream::tune_detail {
+struct TraceStats;  // src/tune/trace_costs.h
+}
 
 namespace ppstream::tune {
 
@@ -46,6 +54,9 @@ struct TuneOptions {
   int32_t eta = 3;                             // successive halving: keep 1/eta per rung, trials × eta
   int32_t min_trials = 10;                     // trials of the first rung (at most `trials`)
   int32_t show = 5;                            // plans listed in the report
+  // From a trace (tune(const TraceJob&, …)): the seed of each trial's draw of a measured step per
+  // rank (docs/tune.md "From a trace"); the same seed gives the same trials for every plan.
+  uint64_t trace_seed = 0;
   // Called after each plan evaluation: (evaluations done, evaluations planned so far, what).
   std::function<void(int64_t, int64_t, const std::string&)> progress;
 };
@@ -60,6 +71,10 @@ struct PlanResult {
   double peak_memory_bytes = 0;   // max over ranks and trials (sim/memory.h)
   std::vector<double> peak_per_rank_bytes;  // trial 0, per program (PP rank)
   bool over_budget = false;
+  // From a trace: instructions (over every rank) whose cost the trace measured, derived from
+  // measured ones (I/W from B, B from I + W), or took from the config's cost model, by op kind.
+  int64_t measured_instructions = 0;
+  std::map<std::string, int64_t> derived_instructions, unmeasured_instructions;
   std::string yaml;               // the plan as a config file (to_yaml): what --apply writes
 };
 
@@ -74,6 +89,13 @@ struct LogEntry {
 
 struct TuneReport {
   Objective objective = Objective::P99;
+  // "config" (the cost: and straggler: sections) or "trace" (tune --from-trace: measured costs,
+  // observed tails); from a trace, the traces read, their config file and measured steps.
+  std::string cost_source = "config";
+  std::vector<std::string> trace_paths;
+  std::string trace_config_path;
+  int32_t trace_steps = 0;
+  uint64_t trace_seed = 0;
   int32_t trials = 0;
   std::optional<double> memory_budget_bytes;
   std::vector<Dimension> space;
@@ -93,6 +115,26 @@ struct TuneReport {
 // Throws ConfigError for a config that does not compile as written, std::invalid_argument for
 // bad options. Never returns a plan over the memory budget.
 TuneReport tune(const PipelineConfig& cfg, const TuneOptions& opts);
+
+// A measured job for tune (docs/tune.md "From a trace"): one or more ppstream traces of one job
+// (each a `simulate --cluster --trace-every-rank --trace T.json` file with T.json.config.yaml
+// beside it, or a `replay --trace DIR` directory), lifted into their compiled, verified programs
+// (whatif::lift_ppstream_trace) and pooled into per-(rank, op kind, stage) costs and per-step
+// arrival delays.
+struct TraceJob {
+  std::vector<std::string> paths;
+  std::string config_path;  // the first trace's config file
+  PipelineConfig config;    // the plans' base: the config that ran
+  int32_t steps = 0;        // measured steps over every trace
+  std::shared_ptr<const tune_detail::TraceStats> stats;
+};
+// Throws whatif::LiftError naming the file: a trace without its config beside it, traces of
+// different configs (their to_yaml differs), or any lifting error (lifted.h); std::invalid_argument
+// for no paths.
+TraceJob lift_traces(const std::vector<std::string>& paths);
+// The search over variants of job.config, each plan's instructions costed from the measured job
+// and its trials' tails the observed arrival delays. Throws as tune(cfg, opts).
+TuneReport tune(const TraceJob& job, const TuneOptions& opts);
 
 // JSON {"format":"ppstream.tune/1", "plans":[{settings, p50_ms, p99_ms, mean_ms,
 // peak_memory_bytes, …}], "evaluated", "verified", "baselines", "log", …}; table for people.

@@ -80,4 +80,26 @@ TEST_F(TuneCli, NothingWithinTheMemoryBudgetIsAnErrorForApply) {
   EXPECT_FALSE(fs::exists(out_));
 }
 
+// tune --from-trace on a `simulate --trace` file: the search on its measured costs, the JSON says
+// so; a trace whose config is gone is an error naming the file; CONFIG beside --from-trace too.
+TEST_F(TuneCli, FromTraceRunsOnTheSimulatorsTraceAndNamesAMissingConfig) {
+  const std::string trace = testing::TempDir() + "tune_cli_trace.json";
+  ASSERT_EQ(run("simulate " + cfg_ + " --cluster --trace-every-rank --trace " + trace).rc, 0);
+  const CliRun t = run("tune --from-trace " + trace + " --trials 3 --space schedule=gpipe,1f1b --json --quiet");
+  ASSERT_EQ(t.rc, 0) << t.err;
+  const auto j = nlohmann::json::parse(t.out);
+  EXPECT_EQ(j["cost_source"], "trace");
+  EXPECT_EQ(j["trace"]["steps"], 1);
+  EXPECT_EQ(j["trace"]["config"], trace + ".config.yaml");
+  EXPECT_TRUE(j["as_written"]["unmeasured_instructions"].empty());
+  const CliRun both = run("tune " + cfg_ + " --from-trace " + trace);
+  EXPECT_NE(both.rc, 0);
+  EXPECT_NE(both.err.find("give no CONFIG"), std::string::npos) << both.err;
+  fs::remove(trace + ".config.yaml");
+  const CliRun missing = run("tune --from-trace " + trace + " --trials 3");
+  EXPECT_NE(missing.rc, 0);
+  EXPECT_NE(missing.err.find(trace + ": no " + trace + ".config.yaml beside it"), std::string::npos) << missing.err;
+  fs::remove(trace);
+}
+
 }  // namespace

@@ -1,0 +1,58 @@
+// A ppstream trace lifted into its programs (docs/whatif.md "Our traces: the stream-program
+// path"): the trace's config compiled again (expanded: every DP rank, every pass) and verified,
+// each slice joined to its instruction, and every instruction's measured cost per step. The what-if
+// (analyze_ppstream_trace) and `tune --from-trace` (docs/tune.md "From a trace") both start here.
+// Units: ms.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ppstream/config/config.h"
+#include "ppstream/program/ir.h"
+
+namespace ppstream::whatif {
+
+// What one instruction cost in the trace. `ms`: compute = its duration; BATCH = its end minus the
+// latest post of its own and its mirrors' batches (the transfer); UNSHARD / REDUCE_GRAD = its
+// end minus the last member's arrival (the transfer). `arrival_ms`: a collective member's
+// arrival delay after it posted (the trace's args.arrival_delay_ms; 0 elsewhere).
+struct MeasuredCost {
+  double ms = 0;
+  double arrival_ms = 0;
+};
+
+// Measured costs by rank and instruction key (instr_key: program/format.h op_text, "B mb15 s7",
+// no rank, no stream, with its occurrence in the program: "UNSHARD s0#1" is the second), so that
+// a set compiled under another reduction policy finds the same instruction's cost.
+using MeasuredTable = std::vector<std::unordered_map<std::string, MeasuredCost>>;  // [rank]
+
+struct LiftedTrace {
+  std::string path;         // the file or directory read
+  std::string config_path;  // T.json.config.yaml or DIR/replay.POLICY.config.yaml
+  PipelineConfig config;    // loaded from config_path
+  ProgramSet programs;      // compiled expanded from `config`, verified
+  struct Step {
+    int32_t step = 0;
+    double measured_ms = 0;  // the step's length in the trace (docs/whatif.md "Steps")
+    MeasuredTable table;     // by rank and instruction key
+    std::vector<std::vector<MeasuredCost>> costs;  // [program][instr] of `programs` (0: not drawn, RECORD/WAIT)
+  };
+  std::vector<Step> steps;  // in step order
+  int64_t slices_read = 0;
+  int64_t waits_skipped = 0;  // EVENT_WAIT slices (the engine derives the waits)
+};
+
+// Reads and lifts one ppstream trace (a `simulate --cluster --trace-every-rank --trace T.json`
+// file with T.json.config.yaml beside it, or a `replay --trace DIR` directory), keeping only the
+// steps in `steps` [first, last] when given. Throws LiftError naming the file: no config beside
+// the trace, no step in the range, a trace not drawing every rank, a slice no instruction names,
+// an instruction without its slice or P2P mirror (messages as analyze_ppstream_trace's).
+LiftedTrace lift_ppstream_trace(const std::string& path,
+                                const std::optional<std::pair<int32_t, int32_t>>& steps = std::nullopt);
+
+}  // namespace ppstream::whatif
