@@ -157,7 +157,7 @@ int run_calibrate(const PipelineConfig& cfg) {
   const double lat = ping_pong_ms(me, peer, 8);
   const double big = ping_pong_ms(me, peer, kBigBytes);
   const double bw = static_cast<double>(kBigBytes) / std::max(big - lat, 1e-6) / 1e6;  // GB/s = bytes/ms / 1e6
-  // Replay's own cost per instruction, on the config's programs (needs the config's world).
+  // Replay's own transfer costs and issue rate, on the config's programs (needs the config's world).
   const bool whole_world = np == static_cast<int>(int64_t{w.pp} * w.dp());
   const std::optional<RuntimeOverhead> over =
       whole_world ? std::optional(runtime_overhead(cfg, me, kOverheadSteps)) : std::nullopt;
