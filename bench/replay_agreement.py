@@ -3,9 +3,9 @@ schedule, DP mode, transport, overlap flags, stragglers): one run of 3 steps eac
 figures are the median step's), inline and async where the config has data parallelism; prints measured vs simulated step time and each PP rank's
 largest compute wait with their ratios, and which figures are outside 10 % (waits: 10 % + 2 %
 of the step; docs/replay.md, "Bench"). Then per-rank compute-wait agreement: every rank's
-compute_wait_ms, measured against simulated, and how many are within 10 % (no floor) —
-the figure cost.host_issue_ms is meant to move (docs/simulate.md, "Host issue time"); pass
-`--set cost.host_issue_ms=H` (from `ppstream replay CONFIG --calibrate`) to both sides.
+compute_wait_ms, measured against simulated, and how many are within 10 % (no floor); pass
+`--set cost.KEY=V` (e.g. the runtime keys `ppstream replay CONFIG --calibrate` prints) to both
+sides. bench/host_issue_agreement.py does that with a calibration on another config.
 Asserts nothing; exits 0 unless a run fails.
 
     python3 bench/replay_agreement.py [--ppstream PATH] [--only NAME ...] [--set KEY=VALUE ...]

@@ -3,8 +3,9 @@
 // pipeline neighbours, and reduce-scatter, all-gather and all-reduce on every group size the
 // config uses (its shard and its replicate group, split from the world as replay splits them,
 // all groups at once) — fits each to the simulator's ring model (sim/cost_model.h), replays the
-// config's programs with every duration zero for replay's own cost per instruction
-// (host_issue_ms, when run on the config's whole world), and prints
+// config's programs with the communication model zero for replay's own transfer overhead
+// and its host's issue rate (p2p_latency_ms, collective_alpha_ms, host_issue_ms, when run on the
+// config's whole world: replay/overhead.h), and prints
 // a `cost:` section whose comments say, key by key, what was measured and what was kept from
 // the config (docs/replay.md, "Calibration").
 #include <fmt/format.h>
@@ -26,7 +27,7 @@ namespace {
 
 constexpr int kReps = 20;
 constexpr int64_t kBigBytes = int64_t{4} << 20;
-constexpr int32_t kZeroCostSteps = 5;  // zero-cost steps for host_issue_ms (their median)
+constexpr int32_t kOverheadSteps = 5;  // steps replayed with the communication model zero (their median)
 
 // Median over kReps of the slowest member's time (ms) of `op` on `comm` (barrier before each).
 double median_ms(MPI_Comm comm, const std::function<void()>& op) {
@@ -122,6 +123,18 @@ std::string fit_comment(const CollFit& f, const char* group) {
                      name(f.op), f.n, group, f.small_ms, f.big_bytes, f.big_ms, f.alpha_ms, f.bandwidth_gb_per_s);
 }
 
+// The p2p_latency_ms key with its comment: replay's own P2P time when measured (`over`), else
+// MPI's ping-pong latency `lat`.
+std::string p2p_latency_lines(const std::optional<RuntimeOverhead>& over, int peer, double lat) {
+  if (over && over->batches > 0)
+    return fmt::format("  # measured: replay's own P2P time, matched -> end, replayed with the communication model zero: "
+                       "mean of {} BATCHes (median {:.6f}); MPI's alone, 8-byte ping-pong r0 <-> r{}, median of {} "
+                       "one-way times: {:.6f}\n  p2p_latency_ms: {:.6f}\n",
+                       over->batches, over->p2p_median_ms, peer, kReps, lat, over->p2p_mean_ms);
+  return fmt::format("  # measured: 8-byte ping-pong r0 <-> r{}, median of {} one-way times\n  p2p_latency_ms: {:.6f}\n",
+                     peer, kReps, lat);
+}
+
 }  // namespace
 
 int run_calibrate(const PipelineConfig& cfg) {
@@ -144,9 +157,10 @@ int run_calibrate(const PipelineConfig& cfg) {
   const double lat = ping_pong_ms(me, peer, 8);
   const double big = ping_pong_ms(me, peer, kBigBytes);
   const double bw = static_cast<double>(kBigBytes) / std::max(big - lat, 1e-6) / 1e6;  // GB/s = bytes/ms / 1e6
-  // Replay's own cost per instruction, on the config's programs (needs the config's world).
+  // Replay's own transfer costs and issue rate, on the config's programs (needs the config's world).
   const bool whole_world = np == static_cast<int>(int64_t{w.pp} * w.dp());
-  const ZeroCostStep zero = whole_world ? zero_cost_step(cfg, me, kZeroCostSteps) : ZeroCostStep{};
+  const std::optional<RuntimeOverhead> over =
+      whole_world ? std::optional(runtime_overhead(cfg, me, kOverheadSteps)) : std::nullopt;
   std::vector<CollFit> shard, repl;
   if (w.shard >= 2)
     for (CollOp op : {CollOp::REDUCE_SCATTER, CollOp::ALL_GATHER}) shard.push_back(measure(op, w.shard, me, np));
@@ -157,11 +171,10 @@ int run_calibrate(const PipelineConfig& cfg) {
     std::string out = fmt::format(
         "# ppstream replay --calibrate: {} processes, MPI settings as replay uses them (docs/replay.md)\n"
         "cost:\n"
-        "  # measured: 8-byte ping-pong r0 <-> r{}, median of {} one-way times\n"
-        "  p2p_latency_ms: {:.6f}\n"
-        "  # measured: 4 MiB ping-pong r0 <-> r{}, bytes / (time - latency)\n"
+        "{}"
+        "  # measured: 4 MiB ping-pong r0 <-> r{}, bytes / (time - latency{})\n"
         "  p2p_bandwidth_gb_per_s: {:.4f}\n",
-        np, peer, kReps, lat, peer, bw);
+        np, p2p_latency_lines(over, peer, lat), peer, over ? " of the ping-pong" : "", bw);
     std::vector<double> alphas;
     for (const CollFit& f : shard) out += fit_comment(f, "shard"), alphas.push_back(f.alpha_ms);
     for (const CollFit& f : repl) out += fit_comment(f, "replicate"), alphas.push_back(f.alpha_ms);
@@ -169,6 +182,12 @@ int run_calibrate(const PipelineConfig& cfg) {
     if (alphas.empty())
       out += fmt::format("  # assumed (kept from the config): no shard or replicate group of 2 or more ranks to measure\n"
                          "  collective_alpha_ms: {}\n", c.collective_alpha_ms);
+    else if (over && over->collectives > 0)
+      out += fmt::format("  # measured: replay's own time per ring step of a collective, (end - last arrival) / ring steps, "
+                         "replayed with the communication model zero: mean of {} (median {:.6f}); MPI's alone, the median "
+                         "of the {} per-step latencies above: {:.6f}\n  collective_alpha_ms: {:.6f}\n",
+                         over->collectives, over->collective_step_median_ms, alphas.size(), alphas[alphas.size() / 2],
+                         over->collective_step_mean_ms);
     else
       out += fmt::format("  # measured: median of the {} per-step latencies above (the model has one alpha)\n"
                          "  collective_alpha_ms: {:.6f}\n", alphas.size(), alphas[alphas.size() / 2]);
@@ -192,14 +211,13 @@ int run_calibrate(const PipelineConfig& cfg) {
         "  activation_bytes: {}\n  grad_bytes_per_layer: {}\n  param_bytes_per_layer: {}\n",
         c.forward_ms_per_layer, c.backward_ms_per_layer, c.optimizer_ms, c.moe_dispatch_ms_per_layer,
         c.moe_combine_ms_per_layer, c.activation_bytes, c.grad_bytes_per_layer, c.param_bytes_per_layer);
-    if (whole_world && zero.longest_program > 0)
-      out += fmt::format("  # measured: replay's own cost per instruction: the config's {} programs with every duration zero, "
-                         "median step of {} = {:.3f} ms over the {} instructions of the longest rank program\n"
-                         "  host_issue_ms: {:.6f}\n",
-                         to_string(zero.policy), kZeroCostSteps, zero.step_ms, zero.longest_program,
-                         zero.step_ms / static_cast<double>(zero.longest_program));
+    if (over && over->longest_program > 0)
+      out += fmt::format("  # measured: replay's host issue rate, the {} programs replayed with the communication model zero "
+                         "(median step of {}, {:.3f} ms): per rank the last instruction's issue time / its instruction "
+                         "count (the simulator issues the k-th at (k+1)*h), median over ranks\n  host_issue_ms: {:.6f}\n",
+                         to_string(over->policy), kOverheadSteps, over->step_ms, over->host_issue_ms);
     else
-      out += fmt::format("  # assumed (kept from the config): replay's cost per instruction is measured on the config's "
+      out += fmt::format("  # assumed (kept from the config): replay's own costs are measured on the config's "
                          "world ({} processes; this run has {})\n  host_issue_ms: {}\n",
                          int64_t{w.pp} * w.dp(), np, c.host_issue_ms);
     std::cout << out << std::flush;

@@ -30,10 +30,15 @@ StepResult Device::run_step(int32_t step, double t0_ms, double deadline_ms) {
   fired_.assign(prog_.instrs.size(), kNotYet);
   errors_.clear();
   checks_ = {};
-  sleep_until_ms(t0_ms);
+  // The threads start before the step (streams block on their empty queues, the host sleeps to
+  // t0), so that creating them is not part of the step: a device's queues exist before work.
   std::vector<std::thread> threads;
   for (size_t s = 0; s < streams_.size(); ++s) threads.emplace_back([this, s] { run_stream(s); });
-  std::thread host_thread([this] { host(); });
+  std::thread host_thread([this, t0_ms] {
+    sleep_until_ms(t0_ms);
+    host();
+  });
+  sleep_until_ms(t0_ms);
   StepResult r;
   r.completed = progress_.run([this] { return all_done(); }, deadline_ms);
   if (!r.completed) {

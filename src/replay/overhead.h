@@ -1,22 +1,48 @@
-// Replay's own runtime cost per instruction: the config's programs replayed with every duration
-// zero, so the measured step is pure runtime overhead (thread hand-offs, events, MPI progress).
-// `replay --calibrate` turns it into cost.host_issue_ms (docs/replay.md, "Calibration").
+// Replay's own runtime costs, measured on the config's programs replayed with the communication
+// model zeroed (compute durations kept; P2P latency and bandwidth terms, collective alpha and
+// bandwidth terms and straggler delays zero; sizes kept). What is then left of each transfer,
+// matched → end, is replay's runtime overhead (stream-thread hand-offs, the progress thread's
+// polling, MPI matching, the post-time exchange), and the issue stamps give its host's issue
+// rate. `replay --calibrate` turns them into cost.p2p_latency_ms, cost.collective_alpha_ms and
+// cost.host_issue_ms (docs/replay.md, "Calibration"; why these keys: "Host issue and overhead").
 #pragma once
 
+#include <cstdint>
+
 #include "ppstream/config/config.h"
+#include "ppstream/engine/engine.h"
 #include "ppstream/replay/replay.h"
 
 namespace ppstream::replay {
 
-struct ZeroCostStep {
-  double step_ms = 0;             // rank 0: the median of `steps` measured steps
+// Figures of one measured step (ms). A mean is over every instruction of that kind on every rank.
+struct RuntimeOverhead {
+  double step_ms = 0;             // the step measured (median of the steps run)
+  // The simulator's host model (the k-th instruction issued at (k+1)·h, docs/simulate.md "Host
+  // issue time") fitted per rank: h = (last instruction's issue_ms) / (instruction count); the
+  // median over ranks.
+  double host_issue_ms = 0;
+  double p2p_mean_ms = 0;         // per BATCH: end − matched (the later of its and its mirrors' posts)
+  double p2p_median_ms = 0;
+  int64_t batches = 0;
+  // Per collective (UNSHARD, REDUCE_GRAD): (end − the last member's arrival) / ring steps, where
+  // ring steps = (shard − 1) for UNSHARD, (shard − 1) + 2·(replicate − 1) for REDUCE_GRAD — the
+  // step counts of the model's alpha terms (sim/cost_model.h).
+  double collective_step_mean_ms = 0;
+  double collective_step_median_ms = 0;
+  int64_t collectives = 0;
   int64_t longest_program = 0;    // instructions of the longest rank program
   ReducePolicy policy = ReducePolicy::NONE;
 };
 
+// The figures of `run` (a measured step of the expanded set `set`); `transfers` gives each
+// transfer's matched → end time (replay::MeasuredCost: batch_ms for a BATCH, collective_ms for a
+// collective). Programs without instructions are skipped. Pure: no MPI.
+RuntimeOverhead overhead_of(const ProgramSet& set, const EngineResult& run, const CostModel& transfers);
+
 // Every world rank calls this (collective over MPI_COMM_WORLD, whose size must be the config's
-// world). The copy of `cfg` replayed keeps the sizes (activation, gradient and parameter bytes:
-// replay's buffers) and zeroes every duration, bandwidth term and straggler delay.
-ZeroCostStep zero_cost_step(const PipelineConfig& cfg, int me, int32_t steps);
+// world): replays `steps` steps of the config's policy with the communication model zeroed and
+// returns overhead_of() of the median step on rank 0 (other ranks: policy only).
+RuntimeOverhead runtime_overhead(const PipelineConfig& cfg, int me, int32_t steps);
 
 }  // namespace ppstream::replay

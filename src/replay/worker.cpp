@@ -123,6 +123,7 @@ struct PolicyOutcome {
   double gemm_ms = 0;                 // GEMM mode: one multiply on rank 0
   CheckCounts checks;                 // rank 0: summed over ranks and steps
   std::optional<sim::PolicyRun> run;  // rank 0
+  std::optional<EngineResult> median;  // rank 0: the median step's measured run (every rank)
 };
 
 // Runs one step on the device from a common start; exits the process on a hang (after the
@@ -150,6 +151,14 @@ StepRecord run_one_step(Device& device, Progress& progress, const ReplayOptions&
   return {t0, step_ms, std::move(r.timing)};
 }
 
+// The median step by step time (the lower middle for an even count).
+size_t median_step(const std::vector<StepRecord>& steps) {
+  std::vector<size_t> order(steps.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return steps[a].step_ms < steps[b].step_ms; });
+  return order[(order.size() - 1) / 2];
+}
+
 // Rank 0: the measured figures of the median step (the lower middle for an even count), so a
 // step stalled by the machine's load, or the first one's warm-up, is not what is reported;
 // every step's time goes into trials.
@@ -159,10 +168,8 @@ sim::PolicyRun median_step_run(const ProgramSet& set, const PipelineConfig& cfg,
                                const std::vector<StepRecord>& steps, const std::vector<EngineResult>& runs,
                                const sim::SimCostModel& model, const sim::CostSpec& cost) {
   std::vector<double> step_times;
-  std::vector<size_t> order(steps.size());
-  for (size_t k = 0; k < steps.size(); ++k) step_times.push_back(steps[k].step_ms), order[k] = k;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return step_times[a] < step_times[b]; });
-  const size_t median = order[(order.size() - 1) / 2];
+  for (const StepRecord& st : steps) step_times.push_back(st.step_ms);
+  const size_t median = median_step(steps);
   sim::PolicyRun pr = measured_policy_run(set, policy, runs[median], model, step_times);
   const auto cost_it = cfg.extra_sections.find("cost");
   const sim::MemorySpec spec =
@@ -209,6 +216,7 @@ PolicyOutcome run_policy(const PipelineConfig& cfg, const ReplayOptions& opts, R
   MPI_Comm_free(&repl_comm);
   if (me == 0) {
     out.run = median_step_run(set, cfg, policy, steps, runs, model, cost);
+    out.median = runs[median_step(steps)];
     if (!opts.trace_dir.empty())
       write_traces(policy_trace_dir(opts.trace_dir, policy, std::max<size_t>(1, opts.policies.size())), policy, set, steps,
                    runs, c, model);
@@ -233,23 +241,24 @@ std::string settings_json(const ReplayOptions& o, int np, const std::vector<Redu
 
 }  // namespace
 
-ZeroCostStep zero_cost_step(const PipelineConfig& cfg, int me, int32_t steps) {
-  const sim::CostSpec c = cost_of(cfg);
-  PipelineConfig zero = cfg;
-  zero.extra_sections.erase("straggler");
-  zero.extra_sections["cost"] = fmt::format(
-      "forward_ms_per_layer: 0\nbackward_ms_per_layer: 0\nactivation_bytes: {}\ngrad_bytes_per_layer: {}\n"
-      "param_bytes_per_layer: {}\n",
-      c.activation_bytes, c.grad_bytes_per_layer, c.param_bytes_per_layer);
-  ZeroCostStep out;
-  out.policy = cfg.mode == DPMode::NONE ? ReducePolicy::NONE : cfg.reduce_grad;
+RuntimeOverhead runtime_overhead(const PipelineConfig& cfg, int me, int32_t steps) {
+  PipelineConfig quiet = cfg;
+  quiet.extra_sections.erase("straggler");
+  apply_overrides(quiet, {{"cost.p2p_latency_ms", "0"}, {"cost.p2p_bandwidth_gb_per_s", "0"},
+                          {"cost.collective_alpha_ms", "0"}, {"cost.shard_bandwidth_gb_per_s", "0"},
+                          {"cost.replicate_bandwidth_gb_per_s", "0"}, {"cost.host_issue_ms", "0"}});
+  const ReducePolicy policy = cfg.mode == DPMode::NONE ? ReducePolicy::NONE : cfg.reduce_grad;
   ReplayOptions opts;
   opts.steps = steps;
-  const PolicyOutcome o = run_policy(zero, opts, out.policy, me);
-  if (me != 0) return out;
-  out.step_ms = sim::percentile(o.run->trials.step_time_ms, 50);
-  for (const Program& p : verified_world(zero, out.policy).programs)
-    out.longest_program = std::max(out.longest_program, static_cast<int64_t>(p.instrs.size()));
+  const PolicyOutcome o = run_policy(quiet, opts, policy, me);
+  RuntimeOverhead out;
+  if (me == 0) {
+    const ProgramSet set = verified_world(quiet, policy);
+    const sim::CostSpec cost = cost_of(quiet);
+    const sim::SimCostModel model(set, quiet, cost, sim::StragglerModel(sim::StragglerSpec{}, set.world, 0));
+    out = overhead_of(set, *o.median, MeasuredCost(set, *o.median, model));
+  }
+  out.policy = policy;
   return out;
 }
 

@@ -19,6 +19,7 @@
 #include "replay/contents.h"
 #include "replay/gemm.h"
 #include "replay/measure.h"
+#include "replay/overhead.h"
 #include "replay/plan.h"
 
 namespace ppstream::replay {
@@ -202,6 +203,53 @@ TEST(ReplayMeasure, SimulatedTimingsGiveTheSimulatorsMetrics) {
   ASSERT_EQ(a.p2p.size(), b.p2p.size());
   for (size_t k = 0; k < a.p2p.size(); ++k) EXPECT_NEAR(a.p2p[k].pp_wait_ms(), b.p2p[k].pp_wait_ms(), 1e-9) << a.p2p[k].text;
   EXPECT_EQ(a.critical_path.size(), b.critical_path.size());
+}
+
+// What --calibrate derives from a measured step (replay/overhead.h), on hand-set timings: HSDP
+// 2 x 2, so a REDUCE_GRAD has (2 - 1) + 2 (2 - 1) = 3 ring steps and an UNSHARD 1.
+struct FixedTransfers : CostModel {
+  double batch_ms(const Program& /*p*/, const Instr& i) const override { return i.p2p.size() == 1 ? 1.0 : 3.0; }
+  double collective_ms(const Program& /*p*/, const Instr& i) const override {
+    return i.op == OpKind::REDUCE_GRAD ? 6.0 : 1.5;
+  }
+};
+
+TEST(ReplayOverhead, FiguresOfAMeasuredStep) {
+  LowerOptions lo;
+  lo.expanded = true;
+  const ProgramSet set = compile(small_hsdp(), lo);
+  ASSERT_EQ(set.programs.size(), 8u);
+  EngineResult run = measured_run(set, std::vector<std::vector<InstrTiming>>(set.programs.size()));
+  int64_t one = 0, more = 0, reduces = 0, unshards = 0;
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    const auto n = set.programs[p].instrs.size();
+    run.timing[p].assign(n, InstrTiming{0, 0, 0, 0});
+    run.timing[p].back().issue_ms = static_cast<double>(n) * 0.01 * static_cast<double>(p + 1);  // h = 0.01 (p + 1)
+    for (const Instr& in : set.programs[p].instrs) {
+      if (in.op == OpKind::BATCH) ++(in.p2p.size() == 1 ? one : more);
+      reduces += in.op == OpKind::REDUCE_GRAD;
+      unshards += in.op == OpKind::UNSHARD;
+    }
+  }
+  run.makespan_ms = 12.5;
+  const RuntimeOverhead o = overhead_of(set, run, FixedTransfers{});
+  EXPECT_DOUBLE_EQ(o.step_ms, 12.5);
+  EXPECT_NEAR(o.host_issue_ms, 0.04, 1e-12);  // h of ranks 0..7 is 0.01..0.08: the lower middle
+  ASSERT_GT(one + more, 0);
+  EXPECT_EQ(o.batches, one + more);
+  EXPECT_NEAR(o.p2p_mean_ms, static_cast<double>(one + 3 * more) / static_cast<double>(one + more), 1e-12);
+  ASSERT_GT(reduces, 0);
+  ASSERT_GT(unshards, 0);
+  EXPECT_EQ(o.collectives, reduces + unshards);
+  // 6 ms over 3 ring steps = 2 per step; 1.5 ms over 1 step.
+  EXPECT_NEAR(o.collective_step_mean_ms,
+              (2.0 * static_cast<double>(reduces) + 1.5 * static_cast<double>(unshards)) /
+                  static_cast<double>(reduces + unshards),
+              1e-12);
+  EXPECT_DOUBLE_EQ(o.collective_step_median_ms, reduces > unshards ? 2.0 : 1.5);
+  size_t longest = 0;
+  for (const Program& p : set.programs) longest = std::max(longest, p.instrs.size());
+  EXPECT_EQ(o.longest_program, static_cast<int64_t>(longest));
 }
 
 TEST(ReplayGemm, ProductIsExactAndRepsFollowTheModel) {

@@ -59,6 +59,33 @@ TEST(SimHostIssue, PinnedOneFOneBStepMovesByOneIssue) {
   EXPECT_NEAR(late.runs.at(0).metrics.step_time_ms, 22.001, 1e-9);
 }
 
+// PP2 GPipe, one microbatch, one layer per stage, F = 1, B = 2, P2P 0.5 ms, no DP. Programs
+// (`ppstream compile`), k = the 0-based issue index:
+//   r0: 0 F, 1 RECORD fwd_out, 2 p2p WAIT fwd_out, 3 p2p SEND_F, 4 RECORD done0, 5 compute WAIT done0,
+//       6 p2p RECV_B, 7 RECORD done1, 8 compute WAIT done1, 9 B, 10 OPT_STEP
+//   r1: 0 p2p RECV_F, 1 RECORD done0, 2 compute WAIT done0, 3 F, 4 B, 5 RECORD bwd_out,
+//       6 p2p WAIT bwd_out, 7 p2p SEND_B, 8 RECORD done1, 9 compute WAIT done1, 10 OPT_STEP
+// h = 0: r0 waits 1→1.5 and 1.5→5 (4.0 ms), r1 0→1.5 and 4.5→5 (2.0 ms); step 7.
+// h = 0.25 (instruction k issued at (k+1)h): r0's F runs 0.25–1.25, SEND_F matches at 1.25 and
+// ends 1.75; r0's WAIT done0, issued at 1.5, waits 1.5→1.75; r1's WAIT done0, issued at 0.75,
+// waits 0.75→1.75; r1's F 1.75–2.75, B 2.75–4.75, SEND_B 4.75–5.25, its WAIT done1 4.75→5.25;
+// r0's WAIT done1, issued at 2.25, waits 2.25→5.25, B 5.25–7.25. Waits r0 3.25, r1 1.5; step 7.25:
+// a host that issues later starts its waits later, so the same events cost less waiting.
+TEST(SimHostIssue, ComputeWaitsStartAtTheirIssue) {
+  const std::string base = "pipeline_parallel_size: 2\nmicro_batch_num: 1\nnum_layers: 2\nschedule: gpipe\n"
+                           "cost: {forward_ms_per_layer: 1, backward_ms_per_layer: 2, p2p_latency_ms: 0.5";
+  const SimMetrics now = run(base + "}\n").runs.at(0).metrics;
+  const SimMetrics late = run(base + ", host_issue_ms: 0.25}\n").runs.at(0).metrics;
+  ASSERT_EQ(now.ranks.size(), 2u);
+  ASSERT_EQ(late.ranks.size(), 2u);
+  EXPECT_DOUBLE_EQ(now.step_time_ms, 7.0);
+  EXPECT_DOUBLE_EQ(now.ranks[0].compute_wait_ms, 4.0);
+  EXPECT_DOUBLE_EQ(now.ranks[1].compute_wait_ms, 2.0);
+  EXPECT_DOUBLE_EQ(late.step_time_ms, 7.25);
+  EXPECT_DOUBLE_EQ(late.ranks[0].compute_wait_ms, 3.25);
+  EXPECT_DOUBLE_EQ(late.ranks[1].compute_wait_ms, 1.5);
+}
+
 TEST(SimHostIssue, ZeroLeavesEveryOutputUnchanged) {
   const std::string yaml = fixtures::interleaved_hsdp(2, 2, "inline") + R"(
 straggler: {tails: [{ranks: [5], delay_ms: 7}]}

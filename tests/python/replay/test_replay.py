@@ -304,9 +304,10 @@ def test_calibrate_measures_every_group_size(tmp_path):
 
 def test_calibrate_says_what_it_kept(tmp_path):
     """FSDP 2 on one PP rank (world 2): no replicate group, so its bandwidth is kept from the
-    config and says so; on the whole world, replay's own cost per instruction is measured as
-    host_issue_ms (the config's programs with every duration zero)."""
-    text = config_text(pp=1)
+    config and says so; on the whole world, replay's host issue rate is measured as
+    host_issue_ms and its own collective time per ring step as collective_alpha_ms (the config's
+    programs with the communication model zero); without P2P the latency is the ping-pong's."""
+    text = config_text(pp=1, f_ms=1.0, b_ms=2.0)  # short steps: the overhead replay runs 5
     cfg = write(tmp_path, text)
     out = cli("replay", cfg, "--calibrate", "--np", "2", timeout=180)
     lines = out.splitlines()
@@ -314,10 +315,59 @@ def test_calibrate_says_what_it_kept(tmp_path):
     assert lines[i - 1].strip().startswith("# assumed (kept from the config): the replicate group has 1 rank")
     assert "# measured: reduce-scatter over 2 ranks (shard group)" in out
     host = next(l for l in lines if l.startswith("  host_issue_ms:"))
-    assert lines[lines.index(host) - 1].strip().startswith("# measured: replay's own cost per instruction"), out
+    assert lines[lines.index(host) - 1].strip().startswith("# measured: replay's host issue rate"), out
     assert 0 < float(host.split(":")[1]) < 100
+    alpha = next(l for l in lines if l.startswith("  collective_alpha_ms:"))
+    assert lines[lines.index(alpha) - 1].strip().startswith("# measured: replay's own time per ring step"), out
+    latency = next(l for l in lines if l.startswith("  p2p_latency_ms:"))
+    assert lines[lines.index(latency) - 1].strip().startswith("# measured: 8-byte ping-pong"), out
     cal = write(tmp_path, text.split("cost:")[0] + "cost:" + out.split("cost:", 1)[1], name="cal.yaml")
     assert json.loads(cli("simulate", cal, "--json"))["policies"]
+
+
+def _without_wall(doc):
+    for run_ in doc["policies"].values():
+        run_.pop("engine_wall_ms", None)
+    return doc
+
+
+def test_calibrated_runtime_keys_are_written_and_read_back(tmp_path):
+    """GPipe PP2 x FSDP 2 on its whole world (4 processes): p2p_latency_ms, collective_alpha_ms
+    and host_issue_ms are replay's own figures (matched -> end, per ring step, issue rate; each
+    comment says so), positive and finite; written into the config, simulate reads each one
+    (setting it back to 0 with --set changes the report) and replay's simulated half is that
+    simulate. Timings are not compared (bench/host_issue_agreement.py does)."""
+    text = config_text(schedule="gpipe", f_ms=1.0, b_ms=2.0)  # short steps: the overhead replay runs 5
+    out = cli("replay", write(tmp_path, text), "--calibrate", timeout=240)
+    lines = out.splitlines()
+    comments = {"p2p_latency_ms": "# measured: replay's own P2P time, matched -> end",
+                "collective_alpha_ms": "# measured: replay's own time per ring step",
+                "host_issue_ms": "# measured: replay's host issue rate"}
+    for key, comment in comments.items():
+        line = next(l for l in lines if l.startswith(f"  {key}:"))
+        assert lines[lines.index(line) - 1].strip().startswith(comment), (key, out)
+        assert 0 < float(line.split(":")[1]) < 1000, line
+    cal = write(tmp_path, text.split("cost:")[0] + "cost:" + out.split("cost:", 1)[1], name="cal.yaml")
+    read = _without_wall(json.loads(cli("simulate", cal, "--cluster", "--json")))
+    for key in comments:
+        zeroed = _without_wall(json.loads(cli("simulate", cal, "--cluster", "--json", "--set", f"cost.{key}=0")))
+        assert zeroed["policies"] != read["policies"], f"simulate did not read {key}"
+    rep = json.loads(cli("replay", cal, "--json", "--timeout", "60", timeout=180))
+    assert _without_wall(rep["simulated"])["policies"] == read["policies"]
+
+
+def test_host_issue_shortens_the_waits_it_issues_late(tmp_path):
+    """The CLI on the hand-derived case of SimHostIssue.ComputeWaitsStartAtTheirIssue (PP2 GPipe,
+    one microbatch): with host_issue_ms = 0.25 every rank's compute wait is shorter (its WAITs
+    are issued later than the events they wait for move) and the step is 0.25 ms longer."""
+    cfg = write(tmp_path, "pipeline_parallel_size: 2\nmicro_batch_num: 1\nnum_layers: 2\nschedule: gpipe\n"
+                          "cost: {forward_ms_per_layer: 1, backward_ms_per_layer: 2, p2p_latency_ms: 0.5}\n")
+    now = json.loads(cli("simulate", cfg, "--json"))["policies"]["none"]
+    late = json.loads(cli("simulate", cfg, "--json", "--set", "cost.host_issue_ms=0.25"))["policies"]["none"]
+    assert late["step_time_ms"] == pytest.approx(now["step_time_ms"] + 0.25)
+    assert [r["rank"] for r in now["ranks"]] == [0, 1] == [r["rank"] for r in late["ranks"]]
+    for a, b in zip(now["ranks"], late["ranks"]):
+        assert b["compute_wait_ms"] < a["compute_wait_ms"], (a, b)
 
 
 def test_calibrate_needs_the_group_sizes(tmp_path):

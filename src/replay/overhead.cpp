@@ -1,0 +1,52 @@
+// Replay's runtime overhead figures from one measured step (see overhead.h).
+#include "replay/overhead.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace ppstream::replay {
+namespace {
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+}
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[(v.size() - 1) / 2];
+}
+
+}  // namespace
+
+RuntimeOverhead overhead_of(const ProgramSet& set, const EngineResult& run, const CostModel& transfers) {
+  RuntimeOverhead o;
+  o.step_ms = run.makespan_ms;
+  const World& w = set.world;
+  std::vector<double> per_rank_h, p2p, coll;
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    const Program& prog = set.programs[p];
+    if (prog.instrs.empty()) continue;
+    o.longest_program = std::max(o.longest_program, static_cast<int64_t>(prog.instrs.size()));
+    per_rank_h.push_back(run.timing[p].back().issue_ms / static_cast<double>(prog.instrs.size()));
+    for (const Instr& in : prog.instrs) {
+      if (in.op == OpKind::BATCH) {
+        p2p.push_back(transfers.batch_ms(prog, in));
+      } else if (in.op == OpKind::UNSHARD || in.op == OpKind::REDUCE_GRAD) {
+        const int32_t steps = (w.shard - 1) + (in.op == OpKind::REDUCE_GRAD ? 2 * (w.replicate - 1) : 0);
+        if (steps > 0) coll.push_back(transfers.collective_ms(prog, in) / steps);
+      }
+    }
+  }
+  o.host_issue_ms = median(per_rank_h);
+  o.p2p_mean_ms = mean(p2p);
+  o.p2p_median_ms = median(p2p);
+  o.batches = static_cast<int64_t>(p2p.size());
+  o.collective_step_mean_ms = mean(coll);
+  o.collective_step_median_ms = median(coll);
+  o.collectives = static_cast<int64_t>(coll.size());
+  return o;
+}
+
+}  // namespace ppstream::replay
