@@ -5,7 +5,8 @@ configuration into the verified per-rank stream programs (JSON, schema in
 ``include/ppstream/program/format.h``); ``verify`` checks a program set; ``to_text`` prints the
 canonical text form; ``analyze`` / ``diff`` read real profiles (Ascend, Kineto) and our own
 traces; ``whatif`` attributes a real job's straggler slowdown (docs/whatif.md; it returns a dict,
-and reads the what-if artifact's parquet tables with ``read_parquet_table`` when pyarrow is installed). Semantics: ``docs/semantics.md``.
+and reads the what-if artifact's parquet tables with ``read_parquet_table`` when pyarrow is
+installed: ``pip install 'ppstream[parquet]'``). Semantics: ``docs/semantics.md``.
 """
 
 from ppstream._core import (  # noqa: F401
