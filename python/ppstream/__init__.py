@@ -4,7 +4,9 @@ The engine lives in C++ (``ppstream._core``): ``compile`` / ``compile_text`` tur
 configuration into the verified per-rank stream programs (JSON, schema in
 ``include/ppstream/program/format.h``); ``verify`` checks a program set; ``to_text`` prints the
 canonical text form; ``analyze`` / ``diff`` read real profiles (Ascend, Kineto) and our own
-traces; ``whatif`` attributes a real job's straggler slowdown (docs/whatif.md). Semantics: ``docs/semantics.md``.
+traces; ``whatif`` attributes a real job's straggler slowdown (docs/whatif.md; it returns a dict,
+and reads the what-if artifact's parquet tables with ``read_parquet_table`` when pyarrow is
+installed: ``pip install 'ppstream[parquet]'``). Semantics: ``docs/semantics.md``.
 """
 
 from ppstream._core import (  # noqa: F401
@@ -22,8 +24,8 @@ from ppstream._core import (  # noqa: F401
     to_text,
     verify,
     verify_text,
-    whatif,
 )
+from ppstream._whatif import read_parquet_table, whatif  # noqa: F401  (pyarrow only when a .parquet is read)
 
 __all__ = [
     "ConfigError",
@@ -39,6 +41,7 @@ __all__ = [
     "to_json",
     "to_text",
     "verify",
+    "read_parquet_table",
     "verify_text",
     "whatif",
 ]

@@ -45,7 +45,8 @@ void register_whatif(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("whatif", "Straggler what-if of a job's Megatron timer trace or a ppstream trace: slowdown S, per DP rank, "
                                            "stage and op type, M_W, M_S (docs/whatif.md)");
   cmd->add_option("paths", a->paths, "timer traces (.json, .json.gz: the what-if artifact's timeline format), or one ppstream "
-                  "trace (simulate --cluster --trace-every-rank --trace T.json, with T.json.config.yaml beside it)")->required();
+                  "trace (simulate --cluster --trace-every-rank --trace T.json with T.json.config.yaml beside it, a replay "
+                  "--trace DIR, or a `ppstream train` run directory)")->required();
   cmd->add_flag("--json", a->json, "print the result as JSON");
   cmd->add_option("--svg", a->svg, "write the DP rank x stage heatmap here");
   cmd->add_option("--trace", a->trace, "write the straggler-free (ideal) step as a Chrome/Perfetto trace here");

@@ -4,13 +4,13 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "ppstream/analyze/analyze.h"
+#include "bindings.h"
 #include "ppstream/whatif/whatif.h"
 #include <nlohmann/json.hpp>
 
@@ -82,6 +82,21 @@ void bind_compile(py::module_& m) {
       "pipeline fields, stage_layers[s] = [first, last] (inclusive) per global virtual stage, and the\n"
       "extra sections (model:, train:, cost:, ...) as YAML text. Raises ConfigError naming file:line/key.");
   m.def(
+      "config_yaml",
+      [](const std::string& path, const std::map<std::string, std::string>& overrides,
+         const std::map<std::string, std::string>& sections) {
+        PipelineConfig cfg = load_config_file(path);
+        apply_all(cfg, overrides);
+        for (const auto& [name, text] : sections) cfg.extra_sections[name] = text;
+        return to_yaml(cfg);
+      },
+      py::arg("config_path"), py::arg("overrides") = std::map<std::string, std::string>{},
+      py::arg("sections") = std::map<std::string, std::string>{},
+      "The config at config_path with `overrides` applied, written back as YAML (str, to_yaml: the\n"
+      "loader's keys, load_config gives back the same fields), its extra sections replaced by\n"
+      "`sections` (name -> YAML or JSON text). What `ppstream train` writes as RUN_DIR/config.yaml.\n"
+      "Raises ConfigError like load_config.");
+  m.def(
       "compile_text",
       [](const std::string& yaml, bool expanded, const std::string& platform,
          const std::map<std::string, std::string>& overrides) {
@@ -130,7 +145,7 @@ void bind_verify(py::module_& m) {
       py::arg("programs_text"), py::arg("platform") = "all", "Verify programs in canonical text form.");
 }
 
-// simulate, analyze and diff: config or traces → metrics JSON
+// simulate, analyze and diff: config or traces → metrics JSON (whatif: bind_whatif.cpp)
 void bind_sim_analyze(py::module_& m) {
   m.def(
       "simulate",
@@ -165,41 +180,6 @@ void bind_sim_analyze(py::module_& m) {
         return analyze::diff_paths(baseline, optimized).to_json();
       },
       py::arg("baseline"), py::arg("optimized"), "Metric-by-metric comparison (JSON str) of two trace sets.");
-  m.def(
-      "whatif",
-      [](const std::vector<std::string>& paths, std::optional<std::pair<int32_t, int32_t>> steps,
-         const std::string& agg, const std::string& svg, const std::string& trace, bool progress) {
-        if (agg != "mean" && agg != "median") throw py::value_error("whatif: agg '" + agg + "': expected mean or median");
-        whatif::WhatIfOptions o;
-        o.steps = steps;
-        o.agg = agg == "median" ? whatif::Agg::MEDIAN : whatif::Agg::MEAN;
-        if (progress) {
-          o.progress = [](int64_t done, int64_t total) {
-            py::gil_scoped_acquire gil;
-            py::print("\rwhatif: simulation", done, "/", total, py::arg("end") = done == total ? "\n" : "",
-                      py::arg("file") = py::module_::import("sys").attr("stderr"), py::arg("flush") = true);
-          };
-        }
-        // One ppstream trace: the stream-program path (docs/whatif.md "Our traces").
-        const bool ours = paths.size() == 1 && whatif::is_ppstream_trace(paths.front());
-        const auto r = ours ? whatif::analyze_ppstream_trace(paths.front(), o) : whatif::analyze_paths(paths, o);
-        const auto write = [](const std::string& path, const std::string& text) {
-          std::ofstream f(path);
-          if (!f || !(f << text)) throw std::runtime_error("whatif: cannot write " + path);
-        };
-        if (!svg.empty()) write(svg, whatif::to_svg(r));
-        if (!trace.empty()) write(trace, whatif::to_trace(r));
-        return whatif::to_json(r);
-      },
-      py::arg("paths"), py::arg("steps") = py::none(), py::arg("agg") = "mean", py::arg("svg") = "",
-      py::arg("trace") = "", py::arg("progress") = false,
-      "Straggler what-if of Megatron timer traces, or of one ppstream trace (simulate --cluster\n"
-      "--trace-every-rank --trace T.json, T.json.config.yaml beside it: docs/whatif.md \"Our traces\"):\n"
-      "returns the JSON (str) of\n"
-      "`ppstream whatif --json` — slowdown S (Eq. 1 of Lin et al., OSDI'25), by_dp_rank, by_stage,\n"
-      "by_op_type, m_w, m_s, steps (times in ms). steps=(first, last) limits the steps; agg 'mean' |\n"
-      "'median'; svg / trace: write the heatmap / ideal timeline there. Raises ValueError (TraceError,\n"
-      "LiftError) naming file and offset, or DP rank, stage, step and op.");
 }
 
 // to_text, to_json and dp_group: program forms and the HSDP group formula
@@ -391,4 +371,5 @@ PYBIND11_MODULE(_core, m) {
   bind_sim_analyze(m);
   bind_formats(m);
   bind_deps(m);
+  python::bind_whatif(m);
 }

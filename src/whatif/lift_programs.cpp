@@ -8,8 +8,11 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "measured_cost.h"
@@ -28,12 +31,38 @@ using Costs = std::vector<std::vector<MeasuredCost>>;
 bool is_comm(OpKind op) { return op == OpKind::BATCH || op == OpKind::UNSHARD || op == OpKind::REDUCE_GRAD; }
 bool has_cost(OpKind op) { return op != OpKind::RECORD && op != OpKind::WAIT; }
 
-ProgramSet compile_lifted(const PipelineConfig& cfg, const std::string& what) {
+// Compiled (expanded, every pass) and verified: strict, and `ran_as` when the trace names the
+// profile its programs ran under (a train run: run.json verified_under, as the launcher verified).
+ProgramSet compile_lifted(const PipelineConfig& cfg, std::optional<PlatformKind> ran_as, const std::string& what) {
   LowerOptions lo;
   lo.expanded = true;
   ProgramSet set = compile(cfg, lo);
-  require_verified(set, {}, what);
+  VerifyOptions vo;
+  if (ran_as && *ran_as != PlatformKind::STRICT) vo.platforms.push_back(*ran_as);
+  require_verified(set, vo, what);
   return set;
+}
+
+// A train run's trace: the engine profile it ran as (run.json verified_under), and its
+// programs.json must be the set compiled again from its config.yaml.
+PlatformKind platform_of(const OurTrace& t) {
+  if (t.platform.empty()) return PlatformKind::ASCEND_MINDSPORE;
+  const auto k = parse_platform(t.platform);
+  if (!k)
+    throw LiftError(fmt::format("whatif: {}: run.json verified_under '{}': expected one of {}", t.path, t.platform,
+                                platform_names()));
+  return *k;
+}
+
+void check_programs_ran(const OurTrace& t, const ProgramSet& set) {
+  if (t.programs_path.empty()) return;
+  std::ifstream f(t.programs_path);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (!f.good() && !f.eof()) throw LiftError("whatif: cannot read " + t.programs_path);
+  if (!(parse_json(text, t.programs_path) == set))
+    throw LiftError(fmt::format("whatif: {}: the programs that ran differ from those compiled from {} (a config "
+                                "edited after the run?)",
+                                t.programs_path, t.config_path));
 }
 
 // The slice of each instruction, consumed from `t` (what is left afterwards names no instruction).
@@ -138,10 +167,10 @@ MeasuredTable measure(const ProgramSet& set, const Joined& j, const World& world
   return table;
 }
 
-double makespan(const ProgramSet& set, const Costs& costs, const std::string& what) {
+double makespan(const ProgramSet& set, const Costs& costs, PlatformKind platform, const std::string& what) {
   MeasuredCostModel model(set, costs);
   EngineOptions eo;
-  eo.platform = PlatformKind::ASCEND_MINDSPORE;
+  eo.platform = platform;
   eo.cost = &model;
   const EngineResult r = run_engine(set, eo);
   if (!r.completed) throw LiftError("whatif: " + what + " deadlocked:\n" + format_deadlock(set, r));
@@ -218,14 +247,17 @@ LiftedTrace lift_ppstream_trace(const std::string& path, const std::optional<std
   const std::string& cfg_path = t.config_path;
   if (!std::filesystem::exists(cfg_path))
     throw LiftError(fmt::format("whatif: {}: no {} beside it (the configuration that ran; `ppstream simulate "
-                                "--trace` and `ppstream replay --trace DIR` write it)",
+                                "--trace`, `ppstream replay --trace DIR` and `ppstream train` write it)",
                                 path, cfg_path));
   if (steps) {
     std::erase_if(t.steps, [&](const OurStep& st) { return st.step < steps->first || st.step > steps->second; });
     if (t.steps.empty()) throw LiftError(fmt::format("whatif: {}: no step in {}-{}", path, steps->first, steps->second));
   }
   out.config = load_config_file(cfg_path);
-  out.programs = compile_lifted(out.config, fmt::format("whatif: the programs lifted from {}", path));
+  out.platform = platform_of(t);
+  if (!t.platform.empty()) out.ran_as = out.platform;
+  out.programs = compile_lifted(out.config, out.ran_as, fmt::format("whatif: the programs lifted from {}", path));
+  check_programs_ran(t, out.programs);
   const ProgramSet& set = out.programs;
   const World& world = set.world;
   for (OurStep& st : t.steps) {
@@ -243,6 +275,7 @@ LiftedTrace lift_ppstream_trace(const std::string& path, const std::optional<std
   }
   out.slices_read = t.slices_read;
   out.waits_skipped = t.waits_skipped;
+  out.train_run = !t.programs_path.empty();
   return out;
 }
 
@@ -252,6 +285,8 @@ WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions
   const PipelineConfig& cfg = lifted.config;
   const ProgramSet& set = lifted.programs;
   const World& world = set.world;
+  const PlatformKind platform = lifted.platform;
+  const std::optional<PlatformKind>& ran_as = lifted.ran_as;
   std::vector<MeasuredTable> tables;
   std::vector<Costs> ms;
   for (LiftedTrace::Step& st : lifted.steps) {  // moved: the steps' figures stay in `lifted`
@@ -272,7 +307,7 @@ WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions
   const int64_t total = n_steps * (2 + (opts.reduce_grad ? 1 : 0) + res.dp + res.pp +
                                    static_cast<int64_t>(id.ops.size()) + int64_t{res.dp} * res.pp + 4) + 2;
   const auto run = [&](const ProgramSet& s, const Costs& c, const std::string& what) {
-    const double v = makespan(s, c, what);
+    const double v = makespan(s, c, platform, what);
     if (opts.progress) opts.progress(++runs, total);
     return v;
   };
@@ -305,9 +340,17 @@ WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions
   res.launch_slowdown = measured / resim;
   res.launch_delay_share = 1.0 - resim / measured;
   res.notes.push_back(fmt::format("lifted: {} programs compiled from {} ({} policy), verified; {} step(s), {} slices "
-                                  "joined, {} EVENT_WAIT slices left to the engine",
+                                  "joined, {} EVENT_WAIT slices left to the engine; engine profile {}",
                                   set.programs.size(), cfg_path, to_string(cfg.reduce_grad), n_steps, lifted.slices_read,
-                                  lifted.waits_skipped));
+                                  lifted.waits_skipped, to_string(platform)));
+  if (platform == PlatformKind::CPU_SERIAL && lifted.train_run) {
+    res.notes.push_back(fmt::format("a CPU train run (docs/whatif.md \"Train run directories\"): its host slices are "
+                                    "the operations' extents, but MCCL completes a small send before its receive is "
+                                    "posted while cpu-serial pairs them as a rendezvous, so the re-simulated steps can "
+                                    "be longer than measured (max error {:.1f} %); host gaps between instructions are "
+                                    "in no cost",
+                                    100 * res.max_resim_error));
+  }
   res.notes.push_back(fmt::format("launch delays: not lifted per instruction (the engine has no host issue cost); "
                                   "nodelay = re-simulated, launch_slowdown = measured {:.3f} ms / re-simulated {:.3f} ms "
                                   "(mean step)",
@@ -316,7 +359,8 @@ WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions
   if (opts.reduce_grad && *opts.reduce_grad != ReducePolicy::NONE) {
     PipelineConfig c2 = cfg;
     c2.reduce_grad = *opts.reduce_grad;
-    const ProgramSet set2 = compile_lifted(c2, fmt::format("whatif: the {} programs of {}", to_string(c2.reduce_grad), path));
+    const ProgramSet set2 =
+        compile_lifted(c2, ran_as, fmt::format("whatif: the {} programs of {}", to_string(c2.reduce_grad), path));
     WhatIfResult::Prediction pr;
     pr.policy = to_string(c2.reduce_grad);
     for (const MeasuredTable& table : tables) {

@@ -16,8 +16,19 @@ namespace ppstream::whatif {
 namespace tf = ppstream::analyze::trace_format;
 namespace fs = std::filesystem;
 
+namespace {
+
+// `ppstream train --out DIR` (docs/runtime.md "Run directory"): the launcher writes both before
+// any worker starts (the analyzer's rule too, src/analyze/read_run_dir.cpp).
+bool is_train_run_dir(const fs::path& dir) {
+  return fs::is_regular_file(dir / "run.json") && fs::is_regular_file(dir / "programs.json");
+}
+
+}  // namespace
+
 bool is_ppstream_trace(const std::string& path) {
   if (fs::is_directory(path)) {
+    if (is_train_run_dir(path)) return true;
     for (const auto& e : fs::directory_iterator(path))
       if (e.path().filename().string().rfind("replay.", 0) == 0 && e.path().extension() == ".json") return true;
     return false;
@@ -139,13 +150,63 @@ void read_file(const std::string& path, OurTrace& t, std::map<int32_t, OurStep>&
   }
 }
 
+// A train run directory's host traces (rank{r}/trace.json of every rank), its config and programs.
+std::vector<std::string> train_run_files(const fs::path& dir, OurTrace& t) {
+  const std::string run_path = (dir / "run.json").string();
+  std::ifstream f(run_path);
+  nlohmann::json run;
+  try {
+    run = nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    throw LiftError(fmt::format("whatif: {}: not JSON: {}", run_path, e.what()));
+  }
+  const auto key = [&](const char* k, const char* expected, auto check) {
+    const auto it = run.is_object() ? run.find(k) : run.end();
+    if (it == run.end() || !check(*it))
+      throw LiftError(fmt::format("whatif: {}: key \"{}\": expected {} (written by ppstream train)", run_path, k, expected));
+    return *it;
+  };
+  const auto is_int = [](const nlohmann::json& v) { return v.is_number_integer() && v.get<int64_t>() >= 0; };
+  const auto is_str = [](const nlohmann::json& v) { return v.is_string(); };
+  const auto world = key("world_size", "the number of ranks", is_int).get<int64_t>();
+  const nlohmann::json ranks = key("ranks", "[first, last], this node's ranks", [&](const nlohmann::json& v) {
+    return v.is_array() && v.size() == 2 && is_int(v[0]) && is_int(v[1]);
+  });
+  const auto device = key("device", "\"cpu\" or \"ascend\"", is_str).get<std::string>();
+  t.platform = key("verified_under", "the engine profile the programs ran as", is_str).get<std::string>();
+  if (ranks[0].get<int64_t>() != 0 || ranks[1].get<int64_t>() != world - 1)
+    throw LiftError(fmt::format("whatif: {}: this node ran ranks {}..{} of {}; the what-if needs every rank's host "
+                                "trace (every collective member): put the other nodes' rank{{r}}/ directories into one "
+                                "run directory and set \"ranks\": [0, {}]",
+                                run_path, ranks[0].get<int64_t>(), ranks[1].get<int64_t>(), world, world - 1));
+  if (device != "cpu")
+    throw LiftError(fmt::format("whatif: {}: a run on device '{}': its host traces hold host issue times, not the "
+                                "device's (docs/whatif.md \"Train run directories\"); lift a CPU run, where every "
+                                "call is synchronous and the host trace is the device's timeline",
+                                run_path, device));
+  t.config_path = (dir / "config.yaml").string();
+  t.programs_path = (dir / "programs.json").string();
+  std::vector<std::string> files;
+  for (int64_t r = 0; r < world; ++r) {
+    const fs::path trace = dir / fmt::format("rank{}", r) / "trace.json";
+    if (!fs::is_regular_file(trace))
+      throw LiftError(fmt::format("whatif: {}: no host trace of rank {} (the run failed or has not finished; its last "
+                                  "instruction is in {})",
+                                  trace.string(), r, (dir / "progress" / fmt::format("rank{}.txt", r)).string()));
+    files.push_back(trace.string());
+  }
+  return files;
+}
+
 }  // namespace
 
 OurTrace read_our_trace(const std::string& path) {
   OurTrace t;
   t.path = path;
   std::vector<std::string> files;
-  if (fs::is_directory(path)) {
+  if (is_train_run_dir(path)) {
+    files = train_run_files(path, t);
+  } else if (fs::is_directory(path)) {
     static const std::regex kName(R"(replay\.([a-z]+)\.rank([0-9]+)\.json)");
     std::set<std::string> policies;
     for (const auto& e : fs::directory_iterator(path)) {

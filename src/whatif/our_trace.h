@@ -1,6 +1,8 @@
 // Reads ppstream's own trace format (docs/analyze.md "Our trace format") for the what-if: one
-// `simulate --trace` file (one step), or a `replay --trace DIR` directory (one file per rank,
-// replay.POLICY.rankN.json, steps marked on each rank's host lane). Every work slice by step,
+// `simulate --trace` file (one step), a `replay --trace DIR` directory (one file per rank,
+// replay.POLICY.rankN.json, steps marked on each rank's host lane), or a `ppstream train` run
+// directory (run.json, programs.json, config.yaml, rank{r}/trace.json: docs/runtime.md "Run
+// directory"; steps marked on each rank's host lane). Every work slice by step,
 // rank and canonical instruction text, with its member arrival delay (args.arrival_delay_ms).
 // Times in ms from the step's start.
 #pragma once
@@ -31,7 +33,12 @@ struct OurStep {
 struct OurTrace {
   std::string path;         // the file or directory read
   std::string config_path;  // T.json.config.yaml, or DIR/replay.POLICY.config.yaml
-  std::string producer;     // "simulator", "replay", …
+  std::string producer;     // "simulator", "replay", "runtime" (train), …
+  // A train run directory: the programs that ran (DIR/programs.json, checked against the
+  // recompiled set) and the engine profile they were verified under and ran as (run.json
+  // verified_under: cpu-serial on CPU). Empty otherwise (re-simulated as ascend-mindspore).
+  std::string programs_path;
+  std::string platform;
   std::vector<OurStep> steps;
   int64_t slices_read = 0;
   int64_t waits_skipped = 0;  // EVENT_WAIT slices: the engine derives waits, they cost nothing
@@ -39,7 +46,11 @@ struct OurTrace {
 
 // Throws LiftError naming the file and the event (index) on a malformed event, a slice outside every step marker, ranks with different step
 // lists, a directory with no replay traces or with two policies' traces (name the prefix:
-// DIR/replay.inline), or a file without ppstream metadata.
+// DIR/replay.inline), or a file without ppstream metadata; for a train run directory, naming
+// run.json and the key for a run.json without world_size / ranks / device / verified_under, a
+// run of another node's ranks only (ranks other than 0..world_size-1), a run on a device other
+// than cpu (on Ascend the host trace holds issue times, not device times: docs/whatif.md), and a
+// rank without rank{r}/trace.json (naming progress/rank{r}.txt).
 OurTrace read_our_trace(const std::string& path);
 
 }  // namespace ppstream::whatif

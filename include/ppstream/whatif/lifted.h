@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ppstream/config/config.h"
+#include "ppstream/engine/engine.h"
 #include "ppstream/program/ir.h"
 
 namespace ppstream::whatif {
@@ -36,6 +37,11 @@ struct LiftedTrace {
   std::string config_path;  // T.json.config.yaml or DIR/replay.POLICY.config.yaml
   PipelineConfig config;    // loaded from config_path
   ProgramSet programs;      // compiled expanded from `config`, verified
+  // The engine profile the programs ran under: a train run's run.json `verified_under`
+  // (`ran_as` set, and the programs were verified under it too), else ascend-mindspore.
+  PlatformKind platform = PlatformKind::ASCEND_MINDSPORE;
+  std::optional<PlatformKind> ran_as;
+  bool train_run = false;   // a `ppstream train` run directory (its programs.json checked)
   struct Step {
     int32_t step = 0;
     double measured_ms = 0;  // the step's length in the trace (docs/whatif.md "Steps")

@@ -190,6 +190,12 @@ def test_straggler_delays_each_reduction_on_the_stream_it_runs_on(policy, stream
             assert nxt["call"] == "collective" and nxt["i"] == e["i"] and nxt["stream"] == e["stream"] == instrs[e["i"]]["stream"]
     assert not any(f.delays for f in (rts[0].platform, rts[2].platform, rts[3].platform))
     assert p.counts is p.inner.counts is p.inner.inner.counts
+    # the host trace says each of them arrives 250 ms late (args.arrival_delay_ms, what whatif reads)
+    late = {e["name"]: e["args"].get("arrival_delay_ms") for e in rts[1].trace.events if e["args"].get("kind") == "collective"}
+    assert {t: late[t] for _st, t in reductions} == {t: 250.0 for _st, t in reductions}
+    assert not any(v for t, v in late.items() if t not in {t for _st, t in reductions})
+    assert not any("arrival_delay_ms" in e["args"] for r in (0, 2, 3) for e in rts[r].trace.events)
+    assert p.delays_ms == {}  # taken by the trace, instruction by instruction
 
 
 class LifetimeProbe:

@@ -144,3 +144,26 @@ def test_bfloat16_is_refused_on_cpu_before_launch(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "model.dtype=bfloat16 is not supported on CPU" in proc.stderr, proc.stderr
     assert not out.exists()
+
+
+def test_config_yaml_is_the_config_that_ran(tmp_path):
+    """RUN_DIR/config.yaml (what `ppstream whatif RUN_DIR` compiles): the pipeline after --set and
+    --reduce-grad, the model:/train: sections as the run used them; read back it gives the same
+    programs and the same RunConfig."""
+    import types
+
+    import ppstream
+    from ppstream.mindspore.launch.cli import config_that_ran
+    from ppstream.mindspore.runconfig import load_run_config
+    src = os.path.join(ROOT, "examples", "small-pp2-vpp2-hsdp-train.yaml")
+    overrides = {"data_parallel.reduce_grad": "inline", "data_parallel.replicate_size": "1", "model.hidden": "16",
+                 "train.eps": "1.0e-6"}
+    core = {k: v for k, v in overrides.items() if not k.startswith(("model.", "train."))}
+    cfg = load_run_config(src, overrides)
+    path = tmp_path / "config.yaml"
+    path.write_text(config_that_ran(types.SimpleNamespace(config=src), cfg, core))
+    assert ppstream.compile(str(path), True, "cpu-serial") == ppstream.compile(src, True, "cpu-serial", core)
+    assert "reduce_grad: inline" in path.read_text()
+    back = load_run_config(str(path))
+    assert (back.model, back.train) == (cfg.model, cfg.train)
+    assert back.model["hidden"] == 16 and back.train["eps"] == 1.0e-6

@@ -2,7 +2,8 @@
 
 ``test_ascend_smoke_on_cpu``: ``ppstream analyze RUN_DIR`` and ``ppstream diff RUN_A RUN_B`` on the
 train run directories (host traces and MindSpore's CPU profiler output). 4 runs x 8 ranks, 2
-steps, a tiny model.
+steps, a tiny model. ``test_whatif_lifts_the_inline_runs``: ``ppstream whatif RUN_DIR
+--reduce-grad async`` on the same runs (docs/whatif.md "Train run directories"; no run of its own).
 """
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ from conftest import have_fortunes, programs_with_sends
 pytestmark = [pytest.mark.multiprocess,
               pytest.mark.skipif(not have_fortunes(), reason="needs /usr/share/games/fortunes (scripts/setup.sh)")]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+PPSTREAM = os.path.join(ROOT, ".venv", "bin", "ppstream")  # what ascend_smoke.sh runs
+if not os.path.exists(PPSTREAM):
+    PPSTREAM = "ppstream"
 TINY = ["--set", "model.hidden=16", "--set", "model.ffn=16", "--set", "model.seq_len=16"]
 
 
@@ -78,3 +82,28 @@ def test_ascend_smoke_on_cpu(smoke):
         profile = (out / f"{layout}-async.profile.txt").read_text()  # MindSpore's own CPU profiler output
         assert "compute_ms" in profile and "rank" in profile, profile[-2000:]
         assert (out / f"{layout}.diff.txt").read_text().strip()
+
+
+def test_whatif_lifts_the_inline_runs_and_predicts_async(smoke):
+    """The run directory's host traces lifted into the programs of its config.yaml (compiled again,
+    checked against programs.json, verified), re-simulated under cpu-serial; its measured steps are
+    the runtime's own step times (summary.json). Asserts only what cannot flake."""
+    import ppstream
+    out, proc = smoke
+    for layout, (dp, pp) in (("fsdp4", (4, 2)), ("hsdp2x2", (4, 2))):
+        run = out / f"{layout}-inline"
+        assert (run / "config.yaml").exists(), proc.stdout[-3000:] + proc.stderr[-2000:]
+        w = subprocess.run([PPSTREAM, "whatif", str(run), "--reduce-grad", "async", "--json"], capture_output=True,
+                           text=True, timeout=300)
+        assert w.returncode == 0, w.stderr
+        res = json.loads(w.stdout)
+        assert (res["dp"], res["pp"]) == (dp, pp)
+        summary = json.loads((run / "summary.json").read_text())
+        assert [s["step"] for s in res["steps"]] == [0, 1]
+        for s, ms in zip(res["steps"], summary["step_ms"]):
+            assert abs(s["measured_ms"] - ms) < 1e-3 * ms, (s, ms)
+            assert s["resimulated_ms"] > 0 and s["ideal_ms"] > 0
+        assert any("verified" in n and "engine profile cpu-serial" in n for n in res["notes"]), res["notes"]
+        p = res["predicted_step_ms"]
+        assert p["policy"] == "async" and p["measured_costs_ms"] > 0 and len(p["per_step_ms"]) == 2
+        assert ppstream.whatif(str(run), progress=False)["steps"] == res["steps"]  # the Python API, same figures

@@ -170,7 +170,18 @@ def run_layout(cfg: RunConfig, pset: dict, ranks: range) -> dict:
             "stage_pp_rank": [stage_pp_rank[s] for s in range(cfg.num_stages)]}
 
 
-def _prepare_run_dir(run_dir: str, world: int, programs: str, run: dict) -> None:
+def config_that_ran(args, cfg: RunConfig, core_overrides: dict[str, str]) -> str:
+    """RUN_DIR/config.yaml (docs/runtime.md "Run directory"): the pipeline keys of ``args.config``
+    after ``--set`` / ``--reduce-grad`` (``_core.config_yaml``, the C++ loader's keys: what
+    ``ppstream whatif RUN_DIR`` compiles again) and the ``model:`` / ``train:`` sections as the run
+    used them (defaults filled in, ``--set model.*`` / ``train.*`` applied)."""
+    import yaml
+    from ppstream import _core
+    sections = {"model": yaml.safe_dump(cfg.model, sort_keys=False), "train": yaml.safe_dump(cfg.train, sort_keys=False)}
+    return _core.config_yaml(args.config, core_overrides, sections)
+
+
+def _prepare_run_dir(run_dir: str, world: int, programs: str, run: dict, config_yaml: str) -> None:
     os.makedirs(os.path.join(run_dir, "progress"), exist_ok=True)
     for r in range(world):  # stale heartbeats from an earlier run would hide a hang
         p = os.path.join(run_dir, "progress", f"rank{r}.txt")
@@ -182,6 +193,8 @@ def _prepare_run_dir(run_dir: str, world: int, programs: str, run: dict) -> None
         f.write(programs)
     with open(os.path.join(run_dir, "run.json"), "w", encoding="utf-8") as f:
         json.dump(run, f, indent=1)
+    with open(os.path.join(run_dir, "config.yaml"), "w", encoding="utf-8") as f:
+        f.write(config_yaml)
 
 
 def _msrun_env(device: str) -> dict:
@@ -292,7 +305,7 @@ def launch(args, cfg: RunConfig, core_overrides: dict[str, str]) -> int:
            "profile": args.profile, "straggle": _straggle(args.straggle), "verified_under": profile,
            **_checkpointing(args, cfg, pset["world"], steps), **run_layout(cfg, pset, ranks),
            "comm": comm_memory(pset, ranks, cfg.train["hccl_buffer_size"], env_buffsize_mb(os.environ))}
-    _prepare_run_dir(run_dir, world, programs, run)
+    _prepare_run_dir(run_dir, world, programs, run, config_that_ran(args, cfg, core_overrides))
     w = pset["world"]
     print(f"ppstream train: {world} ranks (pp={w['pp']} vpp={w['vpp']} shard={w['shard']} replicate={w['replicate']}, "
           f"{pset['mode']} {pset['policy']}), device {device}, programs verified under {profile}, run dir {run_dir}",

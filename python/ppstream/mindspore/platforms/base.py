@@ -60,6 +60,9 @@ class Platform(abc.ABC):
         if self.profile not in KNOWN_PROFILES:
             raise TypeError(f"{type(self).__name__}.profile={self.profile!r}: expected one of {KNOWN_PROFILES}")
         self.counts: collections.Counter[str] = collections.Counter()
+        # ms of delay() issued per instruction index, until the executor takes it for the host
+        # trace (a collective member's arrival delay: args.arrival_delay_ms)
+        self.delays_ms: dict[int, float] = {}
         self.step = 0
         self.instr_index = -1
         self.instr_text = ""  # the instruction being executed (for logs and errors)
@@ -145,7 +148,12 @@ class Platform(abc.ABC):
         if ms < 0:
             raise ValueError(f"delay {ms} ms: expected >= 0")
         self.counts[f"delay {self.current_stream}"] += 1
+        self.delays_ms[self.instr_index] = self.delays_ms.get(self.instr_index, 0.0) + ms
         self._delay(ms)
+
+    def take_delay_ms(self, index: int) -> float:
+        """The delay issued inside instruction ``index`` (ms, 0 without one), forgotten after."""
+        return self.delays_ms.pop(index, 0.0)
 
     def _comm(self, group: Group) -> Group:
         return group if self.plan is None else self.plan.collective(group, self.current_stream)
@@ -200,7 +208,7 @@ class PlatformWrapper(Platform):
         self.profile = inner.profile
         super().__init__()
         self.inner = inner
-        self.counts, self.holds = inner.counts, inner.holds
+        self.counts, self.holds, self.delays_ms = inner.counts, inner.holds, inner.delays_ms
 
     @property
     def label(self) -> str:

@@ -124,7 +124,7 @@ class Executor:
                                "(split backward I/W is not supported; use schedule 1f1b or interleaved_1f1b)")
         with self.platform.stream(instr["stream"]):
             run(instr)
-        self.trace.instr(i, instr, t0, self.trace.now_us())
+        self.trace.instr(i, instr, t0, self.trace.now_us(), arrival_ms=self.platform.take_delay_ms(i))
 
     def _check_drained(self, step: int) -> None:
         leftovers = list(self.handovers)

@@ -41,7 +41,11 @@ class HostTrace:
         self.events.append({"name": name, "ph": "X", "pid": self.rank, "tid": tid, "ts": round(start_us, 3),
                             "dur": round(end_us - start_us, 3), "args": args})
 
-    def instr(self, index: int, instr: dict, start_us: float, end_us: float) -> None:
+    def instr(self, index: int, instr: dict, start_us: float, end_us: float, arrival_ms: float = 0.0) -> None:
+        """One instruction's host interval (µs since the epoch). ``arrival_ms``: the delay the
+        platform issued inside it before its first collective (``--straggle``), written as
+        ``args.arrival_delay_ms`` on a collective when > 0: the member arrives that late after its
+        slice starts (on CPU the host slept; on Ascend the delay is device work)."""
         op, stream, text = instr["op"], instr["stream"], instr["text"]
         kind = _KIND.get(op)
         if kind is None:
@@ -49,6 +53,8 @@ class HostTrace:
         args = {"kind": kind, "index": index, "op": op}
         if kind == "collective":
             args["group"] = f"{'shard' if op == 'UNSHARD' else 'dp'}[pp{self.pp_rank}]"
+            if arrival_ms > 0:
+                args["arrival_delay_ms"] = round(arrival_ms, 6)
             if stream == "compute":
                 self._slice(text, "compute:hccl", start_us, end_us, args)
                 self._slice("EVENT_WAIT", stream, start_us, end_us,
