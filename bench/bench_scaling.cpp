@@ -84,6 +84,9 @@ void print(const char* title, const char* n_name, const std::vector<Sample>& v) 
 
 void bench_sim() {
   const PipelineConfig base = load_config_file(std::string(PPSTREAM_SOURCE_DIR) + "/examples/seed-300b-moe.yaml");
+  // The seed's tails are fixed delays, so its trials are one draw (sim/trials.h draws_differ);
+  // the tail example adds a lognormal draw on every reduction: there each trial is an engine run.
+  const PipelineConfig tail = load_config_file(std::string(PPSTREAM_SOURCE_DIR) + "/examples/seed-300b-moe-tail.yaml");
   std::vector<Sample> v;
   for (int m = 1024; m <= 65536; m *= 2)
     v.push_back(measure(m, [&] {
@@ -116,6 +119,9 @@ void bench_verify() {
 // measured before the trial runner (quiet machine, Release as `pip install .` builds it).
 void bench_cluster() {
   const PipelineConfig base = load_config_file(std::string(PPSTREAM_SOURCE_DIR) + "/examples/seed-300b-moe.yaml");
+  // The seed's tails are fixed delays, so its trials are one draw (sim/trials.h draws_differ);
+  // the tail example adds a lognormal draw on every reduction: there each trial is an engine run.
+  const PipelineConfig tail = load_config_file(std::string(PPSTREAM_SOURCE_DIR) + "/examples/seed-300b-moe-tail.yaml");
   std::printf("simulate seed-300b-moe.yaml (compile + verify + every trial + metrics; trials on %u hardware threads)\n",
               std::thread::hardware_concurrency());
   std::printf("%-48s %8s %8s %12s  %-22s %s\n", "run", "wall_s", "cpu_s", "peak_rss_gb", "issue (before)", "goal");
@@ -125,9 +131,9 @@ void bench_cluster() {
                 before, goal);
     std::fflush(stdout);
   };
-  auto cluster = [&](int trials, const char* replicate) {
+  auto cluster = [&](int trials, const char* replicate, const PipelineConfig* from = nullptr) {
     return measure(trials, [&] {
-      PipelineConfig cfg = base;
+      PipelineConfig cfg = from ? *from : base;
       if (replicate) apply_overrides(cfg, {{"data_parallel.replicate_size", replicate}});
       sim::SimOptions o;
       o.cluster = true;
@@ -138,6 +144,7 @@ void bench_cluster() {
   row("--cluster (16,384 ranks)", "6.1-8.6 s, 0.9 GB", "", cluster(1, nullptr));
   row("--cluster --trials 10", "49 s", "", cluster(10, nullptr));
   row("--cluster --trials 100", "~8 min (10 x 49 s)", "< 60 s", cluster(100, nullptr));
+  row("tail example --cluster --trials 10 (drawn)", "", "", cluster(10, nullptr, &tail));
   row("--cluster, replicate_size=1024 (131,072 ranks)", "63 s, 7.1 GB", "< 10 s, < 4 GB", cluster(1, "1024"));
   double load[3] = {NAN, NAN, NAN};
   if (getloadavg(load, 3) > 0) std::printf("load average now: %.1f %.1f %.1f\n", load[0], load[1], load[2]);

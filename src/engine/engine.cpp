@@ -25,6 +25,7 @@ EngineState::EngineState(const ProgramSet& s, const Topology& t, const Platform&
   host_next.assign(n, 0);
   host_blocked_on.assign(n, kNone);
   head.assign(t.stream_list_base.begin(), t.stream_list_base.end() - 1);
+  parked_wait.assign(head.size(), kNone);
   posted.assign(t.op_instr.size(), kNotYet);
   matched.assign(t.op_instr.size(), kNotYet);
   batch_left.assign(t.op_instr.size(), 0);
@@ -158,7 +159,10 @@ class Runner {
     switch (st_.topo.op_of[st_.topo.global(p, i)]) {
       case OpKind::WAIT: {
         const int32_t rec = synced_record(p, i);
-        if (st_.platform.events_enforced() && (rec == kNone || !st_.timing(p, rec).finished())) return;  // woken by it
+        if (st_.platform.events_enforced() && (rec == kNone || !st_.timing(p, rec).finished())) {
+          st_.parked_wait[st_.stream_slot(p, i)] = i;  // woken by fire()
+          return;
+        }
         tm.start_ms = t;
         schedule(p, i, t);
         return;
@@ -185,7 +189,7 @@ class Runner {
   void start_batch(int32_t p, int32_t i, double t) {
     st_.timing(p, i).start_ms = t;
     const int32_t g = st_.topo.global(p, i);
-    const auto n = static_cast<int32_t>(instr(p, i).p2p.size());
+    const int32_t n = st_.topo.batch_ops(g);
     if (n == 0) {
       schedule(p, i, t + batch_ms(p, i));
       return;
@@ -223,7 +227,7 @@ class Runner {
     if (qu.prev != kNone) t = std::max(t, st_.unit_end[static_cast<size_t>(qu.prev)].value());
     st_.unit_held_since[static_cast<size_t>(u)].reset();
     const int32_t first = st_.topo.first_op(qu.g);
-    const auto n = static_cast<int32_t>(st_.topo.instr(qu.g).p2p.size());
+    const auto n = st_.topo.batch_ops(qu.g);
     for (int32_t k = 0; k < n; ++k)
       if (st_.queues.unit_of_op[first + k] == u) st_.post_work.emplace_back(first + k, t);
   }
@@ -389,16 +393,14 @@ class Runner {
   // The RECORD a WAIT synchronizes with (Topology::synced_record, docs/semantics.md "Events").
   int32_t synced_record(int32_t p, int32_t i) const { return st_.topo.synced_record(p, i); }
 
-  // RECORD `record` completed: the WAIT heads that synchronize with it start.
+  // RECORD `record` completed: the WAIT heads that synchronize with it start. A WAIT head that
+  // has not started is issued and at its head and waits for its RECORD: try_start parked it.
   void fire(int32_t p, int32_t record, double t) {
     for (int32_t slot = st_.topo.stream_base[p]; slot < st_.topo.stream_base[p + 1]; ++slot) {
-      const int32_t h = st_.head_instr(slot);
-      if (h == kNone) continue;
-      // The op from the dense table first (no Instr read), then the RECORD it synchronizes with.
-      if (st_.topo.op_of[st_.topo.global(p, h)] != OpKind::WAIT || synced_record(p, h) != record) continue;
-      const InstrTiming& tm = st_.timing(p, h);
-      if (!tm.issued() || tm.started() || !tm.at_head()) continue;
-      try_start(p, h, std::max(t, tm.ready_ms));
+      const int32_t h = st_.parked_wait[slot];
+      if (h == kNone || synced_record(p, h) != record) continue;
+      st_.parked_wait[slot] = kNone;
+      try_start(p, h, std::max(t, st_.timing(p, h).ready_ms));
     }
   }
 };

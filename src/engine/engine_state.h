@@ -45,6 +45,10 @@ struct EngineState {
   std::vector<int32_t> host_next;        // per program: next instruction to issue
   std::vector<int32_t> host_blocked_on;  // per program: instruction the host waits on, or kNone
   std::vector<int32_t> head;             // per stream slot: position in topo.stream_list
+  // Per stream slot: the WAIT at its head that waits for its RECORD to complete, or kNone. A
+  // RECORD's completion looks here (a few contiguous ints per rank) rather than at every
+  // stream's head instruction (a cache miss per stream on a large set).
+  std::vector<int32_t> parked_wait;
   std::vector<double> posted;            // per op: post time, or kNotYet
   std::vector<double> matched;           // per op: match time, or kNotYet
   std::vector<int32_t> batch_left;       // indexed by a BATCH's first op id: unmatched ops

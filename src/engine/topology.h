@@ -139,6 +139,14 @@ struct Topology {
   // paired by channel position (kNone when the other side has fewer ops on the channel).
   std::vector<int32_t> op_instr;
   std::vector<int32_t> op_pos;
+  // The number of P2P ops of BATCH g, from op_instr (its ops are consecutive from first_op(g)):
+  // one cache line the engine reads next anyway, where Instr::p2p.size() is a miss on a large set.
+  int32_t batch_ops(int32_t g) const {
+    const auto first = static_cast<size_t>(first_op(g));
+    size_t k = first;
+    while (k < op_instr.size() && op_instr[k] == g) ++k;
+    return static_cast<int32_t>(k - first);
+  }
   std::vector<int32_t> mirror;
   std::vector<std::vector<ChannelList>> channels;  // per program
 

@@ -5,7 +5,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <map>
 #include <stdexcept>
 
 #include "ppstream/sim/memory.h"
@@ -173,25 +176,32 @@ SimCostModel::SimCostModel(const ProgramSet& set, const PipelineConfig& cfg, Cos
                largest_);
   // BATCH times per instruction, read once in program order: the engine asks for them in time
   // order across ranks, where each Instr's op list is a cache miss on a large set.
-  batch_ms_.resize(set.programs.size());
-  for (size_t p = 0; p < set.programs.size(); ++p) {
-    const auto& instrs = set.programs[p].instrs;
-    batch_ms_[p].assign(instrs.size(), 0.0);
-    for (size_t k = 0; k < instrs.size(); ++k)
-      if (instrs[k].op == OpKind::BATCH) batch_ms_[p][k] = base_batch_ms(instrs[k]);
-  }
-  if (!w.expanded) {
-    outside_reduce_ms_.assign(static_cast<size_t>(w.pp), std::vector<double>(static_cast<size_t>(S), 0.0));
-    outside_unshard_ms_ = outside_reduce_ms_;
-    for (int32_t r = 0; r < w.pp; ++r)
-      for (const Stage st : local_stages(r, w)) {
-        const int32_t s = st.v;
-        outside_reduce_ms_[static_cast<size_t>(r)][static_cast<size_t>(s)] =
-            straggler_.slowest_outside_ms(r, CollectiveKind::REDUCE_GRAD, Stage{s});
-        outside_unshard_ms_[static_cast<size_t>(r)][static_cast<size_t>(s)] =
-            straggler_.slowest_outside_ms(r, CollectiveKind::UNSHARD, Stage{s});
-      }
-  }
+  durations_ = durations_table(set);
+  compute_outside();
+}
+
+void SimCostModel::compute_outside() {
+  const World& w = set_->world;
+  if (w.expanded) return;
+  const auto S = static_cast<size_t>(fwd_ms_.size());
+  outside_reduce_ms_.assign(static_cast<size_t>(w.pp), std::vector<double>(S, 0.0));
+  outside_unshard_ms_ = outside_reduce_ms_;
+  for (int32_t r = 0; r < w.pp; ++r)
+    for (const Stage st : local_stages(r, w)) {
+      const int32_t s = st.v;
+      outside_reduce_ms_[static_cast<size_t>(r)][static_cast<size_t>(s)] =
+          straggler_.slowest_outside_ms(r, CollectiveKind::REDUCE_GRAD, Stage{s});
+      outside_unshard_ms_[static_cast<size_t>(r)][static_cast<size_t>(s)] =
+          straggler_.slowest_outside_ms(r, CollectiveKind::UNSHARD, Stage{s});
+    }
+}
+
+SimCostModel SimCostModel::with_straggler(StragglerModel straggler) const {
+  SimCostModel m = *this;
+  m.straggler_ = std::move(straggler);
+  m.extra_ms_.clear();
+  m.compute_outside();
+  return m;
 }
 
 void SimCostModel::check_stage(int32_t s, double layers) {
@@ -235,7 +245,48 @@ double SimCostModel::extra(const Program& p, const Instr& i) const {
   return e ? *e : 0.0;
 }
 
-double SimCostModel::compute_ms(const Program& /*p*/, const Instr& i) const {
+std::shared_ptr<const SimCostModel::Durations> SimCostModel::durations_table(const ProgramSet& set) const {
+  auto d = std::make_shared<Durations>();
+  d->base.assign(set.programs.size() + 1, 0);
+  for (size_t p = 0; p < set.programs.size(); ++p) d->base[p + 1] = d->base[p] + set.programs[p].instrs.size();
+  d->code.assign(d->base.back(), 0);
+  d->ms.push_back(0.0);
+  d->batch.push_back(0);
+  std::map<std::pair<char, uint64_t>, uint16_t> codes;  // (batch, bits of ms) → code; a few hundred
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    const auto& instrs = set.programs[p].instrs;
+    for (size_t k = 0; k < instrs.size(); ++k) {
+      const bool batch = instrs[k].op == OpKind::BATCH;
+      const double ms = batch ? base_batch_ms(instrs[k]) : compute_formula_ms(instrs[k]);
+      if (!batch && std::bit_cast<uint64_t>(ms) == 0) continue;  // +0.0: code 0
+      const auto [it, fresh] = codes.try_emplace({batch ? 1 : 0, std::bit_cast<uint64_t>(ms)}, static_cast<uint16_t>(d->ms.size()));
+      if (fresh) {
+        if (d->ms.size() > UINT16_MAX) return nullptr;
+        d->ms.push_back(ms);
+        d->batch.push_back(batch ? 1 : 0);
+      }
+      d->code[d->base[p] + k] = it->second;
+    }
+  }
+  return d;
+}
+
+size_t SimCostModel::flat_index(const Program& p, const Instr& i) const {
+  if (!durations_) return SIZE_MAX;
+  const auto& progs = set_->programs;
+  if (&p < progs.data() || &p >= progs.data() + progs.size()) return SIZE_MAX;
+  if (&i < p.instrs.data() || &i >= p.instrs.data() + p.instrs.size()) return SIZE_MAX;
+  return durations_->base[static_cast<size_t>(&p - progs.data())] + static_cast<size_t>(&i - p.instrs.data());
+}
+
+double SimCostModel::compute_ms(const Program& p, const Instr& i) const {
+  const size_t k = flat_index(p, i);
+  if (k == SIZE_MAX) return compute_formula_ms(i);
+  const uint16_t c = durations_->code[k];
+  return durations_->batch[c] ? 0.0 : durations_->ms[c];
+}
+
+double SimCostModel::compute_formula_ms(const Instr& i) const {
   switch (i.op) {
     case OpKind::F: return fwd_ms_.at(static_cast<size_t>(i.stage.v));
     case OpKind::B: return bwd_ms_.at(static_cast<size_t>(i.stage.v));
@@ -263,8 +314,12 @@ const double* SimCostModel::row_of(const std::vector<std::vector<double>>& table
 }
 
 double SimCostModel::batch_ms(const Program& p, const Instr& i) const {
-  const double* cached = row_of(batch_ms_, p, i);
-  return (cached ? *cached : base_batch_ms(i)) + extra(p, i);
+  const size_t k = flat_index(p, i);
+  double ms = 0.0;
+  if (k == SIZE_MAX) ms = base_batch_ms(i);
+  else if (const uint16_t c = durations_->code[k]; durations_->batch[c]) ms = durations_->ms[c];
+  // else: a non-BATCH instruction of the set, 0 (as the per-BATCH table this replaces said)
+  return ms + extra(p, i);
 }
 
 double SimCostModel::base_collective_ms(const Instr& i) const {

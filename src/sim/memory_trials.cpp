@@ -1,6 +1,7 @@
 // trial_figures: one engine run per trial (sim/trials.h run_trial), its step time and peak memory.
 #include "ppstream/sim/memory_trials.h"
 
+#include <algorithm>
 #include <mutex>
 
 namespace ppstream::sim {
@@ -13,8 +14,10 @@ TrialFigures trial_figures(const CompiledPlan& plan, const TrialSetup& setup, co
   out.peak_memory_bytes.assign(static_cast<size_t>(count), 0.0);
   std::mutex progress_lock;
   int64_t finished = 0;
-  parallel_for(count, opts.threads, [&](int64_t k) {
-    SimCostModel model = trial_cost_model(plan, setup, first + static_cast<uint64_t>(k));
+  const SimCostModel base = trial_cost_model(plan, setup, first);
+  const bool differ = draws_differ(setup);  // else every draw is the first (sim/trials.h)
+  parallel_for(differ ? count : 1, opts.threads, [&](int64_t k) {
+    SimCostModel model = base.with_straggler(trial_straggler(plan, setup, first + static_cast<uint64_t>(k)));
     const EngineResult run = run_trial(plan, model, setup.platform);
     out.step_time_ms[static_cast<size_t>(k)] = run.makespan_ms;
     out.peak_memory_bytes[static_cast<size_t>(k)] =
@@ -24,6 +27,11 @@ TrialFigures trial_figures(const CompiledPlan& plan, const TrialSetup& setup, co
       opts.progress(++finished, count);
     }
   });
+  if (!differ) {
+    std::fill(out.step_time_ms.begin() + 1, out.step_time_ms.end(), out.step_time_ms[0]);
+    std::fill(out.peak_memory_bytes.begin() + 1, out.peak_memory_bytes.end(), out.peak_memory_bytes[0]);
+    for (int64_t k = 1; opts.progress && k < count; ++k) opts.progress(++finished, count);
+  }
   return out;
 }
 

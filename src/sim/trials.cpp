@@ -86,9 +86,15 @@ TrialSetup trial_setup(const PipelineConfig& cfg, const World& world) {
 }
 
 SimCostModel trial_cost_model(const CompiledPlan& plan, const TrialSetup& setup, uint64_t trial) {
-  return SimCostModel(plan.programs(), plan.config(), setup.cost,
-                      StragglerModel(setup.straggler, plan.config().world(plan.cluster()), trial));
+  return SimCostModel(plan.programs(), plan.config(), setup.cost, trial_straggler(plan, setup, trial));
 }
+
+StragglerModel trial_straggler(const CompiledPlan& plan, const TrialSetup& setup, uint64_t trial) {
+  return StragglerModel(setup.straggler, plan.config().world(plan.cluster()), trial);
+}
+
+// StragglerModel::delay_ms reads the trial index only in its distribution's draw.
+bool draws_differ(const TrialSetup& setup) { return setup.straggler.distribution != DelayDistribution::NONE; }
 
 EngineResult run_trial(const CompiledPlan& plan, SimCostModel& model, PlatformKind platform, double* wall_ms) {
   if (platform == PlatformKind::STRICT)
@@ -155,16 +161,23 @@ std::vector<double> trial_step_times(const CompiledPlan& plan, const TrialSetup&
                                      const TrialRunOptions& opts) {
   if (count < 0) throw std::invalid_argument(fmt::format("trial_step_times: count {}: expected >= 0", count));
   std::vector<double> out(static_cast<size_t>(count), 0.0);
+  if (count == 0) return out;
   std::mutex mu;
   int64_t done = 0;
-  parallel_for(count, opts.threads, [&](int64_t k) {
-    SimCostModel model = trial_cost_model(plan, setup, first + static_cast<uint64_t>(k));
+  const SimCostModel base = trial_cost_model(plan, setup, first);
+  const bool differ = draws_differ(setup);
+  parallel_for(differ ? count : 1, opts.threads, [&](int64_t k) {
+    SimCostModel model = base.with_straggler(trial_straggler(plan, setup, first + static_cast<uint64_t>(k)));
     out[static_cast<size_t>(k)] = run_trial(plan, model, setup.platform).makespan_ms;
     if (opts.progress) {
       const std::lock_guard<std::mutex> lock(mu);
       opts.progress(++done, count);
     }
   });
+  if (!differ) {
+    std::fill(out.begin() + 1, out.end(), out[0]);
+    for (int64_t k = 1; opts.progress && k < count; ++k) opts.progress(++done, count);
+  }
   return out;
 }
 

@@ -40,6 +40,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -119,6 +120,12 @@ class SimCostModel : public CostModel {
   double external_arrival_ms(const Program& p, const Instr& i) const override;
   double host_issue_ms(const Program& /*p*/, const Instr& /*i*/) const override { return cost_.host_issue_ms; }
 
+  // The same model for another straggler draw: copies the per-stage figures, shares the
+  // per-BATCH table (a read-only row per instruction, built once per set and cost section) and
+  // recomputes only what depends on the draw (the outside members of a one-replica set). What
+  // the trial runner builds per trial instead of a new model (O(stages), not O(instructions)).
+  SimCostModel with_straggler(StragglerModel straggler) const;
+
   // Link sharing: extra transfer time per instruction ([program index][instr index]), set by the
   // simulator from a first run's overlaps; empty means none.
   void set_extra_ms(std::vector<std::vector<double>> extra) { extra_ms_ = std::move(extra); }
@@ -135,6 +142,7 @@ class SimCostModel : public CostModel {
   const double* row_of(const std::vector<std::vector<double>>& table, const Program& p, const Instr& i) const;
   void check_stage(int32_t s, double layers);  // CostOverflow naming the keys; updates largest_
   int32_t global_rank(const Program& p) const;
+  void compute_outside();  // outside_*_ms_ from straggler_ (one-replica sets)
 
   const ProgramSet* set_;
   CostSpec cost_;
@@ -143,7 +151,25 @@ class SimCostModel : public CostModel {
   // One-replica sets: slowest outside member per [pp_rank][stage] for each collective kind.
   std::vector<std::vector<double>> outside_reduce_ms_, outside_unshard_ms_;
   std::vector<std::vector<double>> extra_ms_;
-  std::vector<std::vector<double>> batch_ms_;  // base_batch_ms per BATCH of the set (0 elsewhere)
+  // The durations of the set's instructions, compactly: per instruction (flat index base[p] +
+  // index) a code into `ms`, the distinct values (code 0 is 0 ms) — compute_ms of F/B/I/W/
+  // OPT_STEP or base_batch_ms of a BATCH, `batch` telling which. The engine asks in time order
+  // across ranks, where each Instr read is a cache miss on a large set; the code is 2 bytes per
+  // instruction (the per-BATCH double table it replaces was 8). Built once per set and cost
+  // section and shared by every with_straggler copy; null when the set has over 65,535
+  // distinct durations (then every call computes its formula).
+  struct Durations {
+    std::vector<size_t> base;    // per program, size programs+1
+    std::vector<uint16_t> code;  // per instruction
+    std::vector<double> ms;      // per code
+    std::vector<char> batch;     // per code: a BATCH's time (compute_ms of it is 0)
+  };
+  std::shared_ptr<const Durations> durations_;
+  double compute_formula_ms(const Instr& i) const;
+  std::shared_ptr<const Durations> durations_table(const ProgramSet& set) const;
+  // The set's flat index of (p, i), or SIZE_MAX when there is no table or (p, i) is not an
+  // instruction of the set.
+  size_t flat_index(const Program& p, const Instr& i) const;
   LargestFigure largest_;
 };
 

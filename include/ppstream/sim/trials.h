@@ -70,6 +70,14 @@ TrialSetup trial_setup(const PipelineConfig& cfg, const World& world);
 
 // The cost model of draw `trial` (0-based) for `plan`; it keeps references into plan.programs().
 SimCostModel trial_cost_model(const CompiledPlan& plan, const TrialSetup& setup, uint64_t trial);
+// The straggler model of draw `trial`: what SimCostModel::with_straggler takes to turn one
+// trial's model into another's (the per-instruction tables are built once, not per trial).
+StragglerModel trial_straggler(const CompiledPlan& plan, const TrialSetup& setup, uint64_t trial);
+// Whether draws differ: false when the straggler section has no distribution (its tails are
+// fixed delays), so every trial's delays, and therefore its whole run, equal trial 0's. The
+// runners below then run one draw and copy its figures to every trial index (the output is the
+// one every separate run would give; docs/simulate.md "Trials").
+bool draws_differ(const TrialSetup& setup);
 
 // One trial's engine run with `model` (from trial_cost_model): every instruction's timing.
 // Under link sharing (setup.cost.link_sharing != dedicated) a second run with the first run's

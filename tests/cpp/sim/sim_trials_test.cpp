@@ -60,6 +60,47 @@ TEST(SimTrials, ReusedPlanMatchesSimulateAndItsTrialZero) {
   EXPECT_EQ(run_trial(plan, model, setup.platform).makespan_ms, serial.runs.at(0).metrics.step_time_ms);
 }
 
+// The runner turns one model into the next draw's (SimCostModel::with_straggler, sharing the
+// duration table): each trial must equal a run with a model built afresh for that draw, in
+// cluster mode and in the one-replica set (whose outside members are drawn per trial).
+TEST(SimTrials, EachDrawEqualsARunWithItsOwnFreshModel) {
+  const PipelineConfig cfg = drawn();
+  for (const bool cluster : {true, false}) {
+    const CompiledPlan plan(cfg, ReducePolicy::NONE, cluster);
+    const TrialSetup setup = trial_setup(cfg, plan.world());
+    const std::vector<double> got = trial_step_times(plan, setup, 2, 4);
+    ASSERT_EQ(got.size(), 4u);
+    EXPECT_NE(got[0], got[1]) << "the draws must differ for this test to mean anything";
+    for (uint64_t k = 0; k < 4; ++k) {
+      SimCostModel fresh = trial_cost_model(plan, setup, 2 + k);
+      EXPECT_EQ(got[k], run_trial(plan, fresh, setup.platform).makespan_ms) << "cluster " << cluster << " trial " << 2 + k;
+    }
+  }
+}
+
+// Fixed tails and no distribution: every draw is trial 0's, so one run serves every index
+// (sim/trials.h draws_differ), and progress still counts each trial.
+TEST(SimTrials, FixedTailsGiveEveryTrialTheFirstDrawsFigures) {
+  const PipelineConfig cfg = load_config_text(fixtures::interleaved_hsdp(2, 4, "async") + R"(
+cost: {forward_ms_per_layer: 1, backward_ms_per_layer: 2, grad_bytes_per_layer: 1.0e8, replicate_bandwidth_gb_per_s: 10}
+straggler: {tails: [{ranks: [5], delay_ms: 40}]}
+)",
+                                              "test");
+  const CompiledPlan plan(cfg, ReducePolicy::NONE, true);
+  const TrialSetup setup = trial_setup(cfg, plan.world());
+  EXPECT_FALSE(draws_differ(setup));
+  SimCostModel first = trial_cost_model(plan, setup, 0);
+  const double ms = run_trial(plan, first, setup.platform).makespan_ms;
+  TrialRunOptions o;
+  int64_t calls = 0;
+  o.progress = [&](int64_t, int64_t) { ++calls; };
+  EXPECT_EQ(trial_step_times(plan, setup, 0, 5, o), std::vector<double>(5, ms));
+  EXPECT_EQ(calls, 5);
+  TrialSetup drawn_setup = setup;
+  drawn_setup.straggler.distribution = DelayDistribution::EXPONENTIAL;
+  EXPECT_TRUE(draws_differ(drawn_setup));
+}
+
 TEST(SimTrials, ProgressCountsEveryTrialOnce) {
   const PipelineConfig cfg = drawn();
   const CompiledPlan plan(cfg, ReducePolicy::NONE, false);
