@@ -132,6 +132,7 @@ const std::vector<std::pair<std::string, Setter>>& key_table() {
       {"data_parallel.sync_last_reduce",
        [](auto& cfg, auto& c, auto& v) { cfg.sync_last_reduce = read_bool(c, v); }},
       {"data_parallel.reduce_order", [](auto& cfg, auto& c, auto& v) { cfg.reduce_order = read_enum(c, v, kOrder); }},
+      {"data_parallel.reduce_buckets", [](auto& cfg, auto& c, auto& v) { cfg.reduce_buckets = read_int(c, v); }},
   };
   return table;
 }

@@ -1,5 +1,6 @@
 // validate(): every rule a PipelineConfig must satisfy, in the order a user would fix them
 // (sizes, layers, schedule, data parallelism). Each failure names key, value, rule and a fix.
+#include <algorithm>
 #include <climits>
 
 #include "config_internal.h"
@@ -103,7 +104,8 @@ void check_data_parallel(const PipelineConfig& cfg, const Locator& loc) {
         {"data_parallel.max_active_stages", num(cfg.max_active_stages)},
         {"data_parallel.reduce_grad", to_string(cfg.reduce_grad)},
         {"data_parallel.sync_last_reduce", cfg.sync_last_reduce ? "true" : "false"},
-        {"data_parallel.reduce_order", to_string(cfg.reduce_order)}};
+        {"data_parallel.reduce_order", to_string(cfg.reduce_order)},
+        {"data_parallel.reduce_buckets", num(cfg.reduce_buckets)}};
     for (const auto& [key, value] : keys)
       if (given(cfg, key))
         fail(where(key), std::string(key) + "=" + value + " needs data_parallel.mode fsdp or hsdp (" + mode +
@@ -150,6 +152,19 @@ void check_data_parallel(const PipelineConfig& cfg, const Locator& loc) {
          "data_parallel.max_active_stages=" + num(cfg.max_active_stages) +
              " must be between 1 and pipeline_parallel_interleave_num=" + num(vpp) +
              " (stages unsharded at once on a PP rank)");
+  int32_t fewest = INT32_MAX;
+  for (const LayerRange& r : cfg.stage_layers) fewest = std::min(fewest, r.count());
+  if (cfg.reduce_buckets < 1 || (!cfg.stage_layers.empty() && cfg.reduce_buckets > fewest))
+    fail(where("data_parallel.reduce_buckets"),
+         "data_parallel.reduce_buckets=" + num(cfg.reduce_buckets) + " must be between 1 and " +
+             (cfg.stage_layers.empty() ? std::string("the fewest layers of any stage")
+                                       : num(fewest) + ", the fewest layers of any stage") +
+             " (each bucket holds at least one layer)");
+  if (cfg.reduce_buckets > 1 && cfg.reduce_grad == ReducePolicy::ASYNC && cfg.reduce_order == ReduceOrder::PRIORITY)
+    fail(where("data_parallel.reduce_buckets"),
+         "data_parallel.reduce_buckets=" + num(cfg.reduce_buckets) +
+             " cannot be combined with data_parallel.reduce_order=priority (priority queues every reduction "
+             "behind the rank's last send, which would undo the buckets); use reduce_buckets 1 or reduce_order program");
   const int64_t world = int64_t{cfg.pipeline_parallel_size} * cfg.shard_size * cfg.replicate_size;
   if (world > INT32_MAX)
     fail(where("data_parallel.replicate_size"),

@@ -52,6 +52,7 @@ std::string to_yaml(const PipelineConfig& cfg) {
     out << YAML::Key << "sync_last_reduce" << YAML::Value << cfg.sync_last_reduce;
     if (cfg.reduce_order != ReduceOrder::PROGRAM)
       out << YAML::Key << "reduce_order" << YAML::Value << to_string(cfg.reduce_order);
+    if (cfg.reduce_buckets != 1) out << YAML::Key << "reduce_buckets" << YAML::Value << cfg.reduce_buckets;
   }
   out << YAML::EndMap;
   for (const auto& [name, text] : cfg.extra_sections)

@@ -27,11 +27,12 @@ Instr make_event(OpKind op, StreamId stream, EventId event) {
   return i;
 }
 
-Instr make_stage_op(OpKind op, StreamId stream, Stage s) {
+Instr make_stage_op(OpKind op, StreamId stream, Stage s, Bucket b) {
   Instr i;
   i.op = op;
   i.stream = stream;
   i.stage = s;
+  i.bucket = b;
   return i;
 }
 
@@ -52,7 +53,9 @@ void insert_before(std::vector<Instr>& instrs, std::vector<std::pair<size_t, Ins
   }
 }
 
-std::string stage_event(const char* prefix, Stage s) { return fmt::format("{}[s{}]", prefix, s.v); }
+std::string stage_event(const char* prefix, Stage s, Bucket b) {
+  return b.whole() ? fmt::format("{}[s{}]", prefix, s.v) : fmt::format("{}[s{}.b{}]", prefix, s.v, b.index);
+}
 
 std::string mb_stage_event(const char* prefix, Microbatch mb, Stage s) {
   return fmt::format("{}[mb{},s{}]", prefix, mb.v, s.v);

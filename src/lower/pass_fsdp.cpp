@@ -4,7 +4,8 @@
 // the prefetch window: W=1 is just in time, W=v unshards everything at the start), then
 // `fsdp RECORD unsharded[s]`, and compute `WAIT unsharded[s]` right before the stage's first use.
 // RESHARD: with reshard_after_backward the reduction owns it (right after REDUCE_GRAD s on the
-// same stream, so no second RESHARD and no cross-stream race); otherwise after OPT_STEP.
+// same stream, so no second RESHARD and no cross-stream race; with buckets after the last
+// bucket's); otherwise after OPT_STEP.
 #include <algorithm>
 #include <map>
 
@@ -41,7 +42,8 @@ ProgramSet fsdp_unshard_reshard(ProgramSet out, const PipelineConfig& cfg) {
     std::vector<std::pair<size_t, Instr>> items;
     for (size_t k = 0; k < p.instrs.size(); ++k) {
       const Instr& i = p.instrs[k];
-      if (i.op == OpKind::REDUCE_GRAD && cfg.reshard_after_backward)
+      // A bucketed stage's RESHARD follows its last bucket's reduction (same stream, after all).
+      if (i.op == OpKind::REDUCE_GRAD && cfg.reshard_after_backward && i.bucket.index + 1 == i.bucket.count)
         items.emplace_back(k + 1, make_stage_op(OpKind::RESHARD, i.stream, i.stage));
       if (i.op == OpKind::OPT_STEP && !cfg.reshard_after_backward)
         for (auto [s, unused] : first_use) items.emplace_back(k + 1, make_stage_op(OpKind::RESHARD, streams::kCompute, Stage{s}));

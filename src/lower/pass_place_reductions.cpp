@@ -34,25 +34,35 @@ ProgramSet place_reductions(ProgramSet out, const PipelineConfig& cfg) {
     std::vector<Instr> sync_tail;
     for (const StageBackward& sb : stages) {
       const Stage stage = sb.stage;
-      const auto k = static_cast<size_t>(sb.last_weight_grad);
-      if (cfg.reduce_grad == ReducePolicy::INLINE) {
-        after.emplace(k, make_stage_op(OpKind::REDUCE_GRAD, streams::kCompute, stage));
-        continue;
+      const auto last = static_cast<size_t>(sb.last_weight_grad);
+      // The stage's pieces (k of them, consecutive, ending at `last`), or its whole last backward.
+      std::vector<std::pair<size_t, Bucket>> pieces{{last, p.instrs[last].bucket}};
+      for (int32_t j = p.instrs[last].bucket.index; j > 0; --j)
+        pieces.insert(pieces.begin(), {last - pieces.size(), p.instrs[last - pieces.size()].bucket});
+      for (const auto& [k, bucket] : pieces) {
+        if (cfg.reduce_grad == ReducePolicy::INLINE) {
+          after.emplace(k, make_stage_op(OpKind::REDUCE_GRAD, streams::kCompute, stage, bucket));
+          continue;
+        }
+        // After both the batch that sends the last input grad (none for stage 0) and the last
+        // weight grad: the send is issued first, the reduction waits only for compute_ready.
+        // An earlier bucket goes right after its piece: its reduction starts while the later
+        // pieces compute (it never waits on compute, so the send is not held back).
+        const bool final_piece = k == last;
+        const size_t send_pos =
+            final_piece ? std::max(k, static_cast<size_t>(sb.send.value_or(sb.last_input_grad))) : k;
+        if (cfg.sync_last_reduce && stage.v == last_stage) {
+          sync_tail.push_back(make_stage_op(OpKind::REDUCE_GRAD, streams::kCompute, stage, bucket));
+          continue;
+        }
+        const EventId ready = p.intern_event(stage_event("compute_ready", stage, bucket));
+        const EventId done = p.intern_event(stage_event("reduce_done", stage, bucket));
+        after.emplace(k, make_event(OpKind::RECORD, streams::kCompute, ready));
+        after.emplace(send_pos, make_event(OpKind::WAIT, streams::kReduce, ready));
+        after.emplace(send_pos, make_stage_op(OpKind::REDUCE_GRAD, streams::kReduce, stage, bucket));
+        after.emplace(send_pos, make_event(OpKind::RECORD, streams::kReduce, done));
+        drain.push_back(make_event(OpKind::WAIT, streams::kCompute, done));
       }
-      // After both the batch that sends the last input grad (none for stage 0) and the last
-      // weight grad: the send is issued first, the reduction waits only for compute_ready.
-      const size_t send_pos = std::max(k, static_cast<size_t>(sb.send.value_or(sb.last_input_grad)));
-      if (cfg.sync_last_reduce && stage.v == last_stage) {
-        sync_tail.push_back(make_stage_op(OpKind::REDUCE_GRAD, streams::kCompute, stage));
-        continue;
-      }
-      const EventId ready = p.intern_event(stage_event("compute_ready", stage));
-      const EventId done = p.intern_event(stage_event("reduce_done", stage));
-      after.emplace(k, make_event(OpKind::RECORD, streams::kCompute, ready));
-      after.emplace(send_pos, make_event(OpKind::WAIT, streams::kReduce, ready));
-      after.emplace(send_pos, make_stage_op(OpKind::REDUCE_GRAD, streams::kReduce, stage));
-      after.emplace(send_pos, make_event(OpKind::RECORD, streams::kReduce, done));
-      drain.push_back(make_event(OpKind::WAIT, streams::kCompute, done));
     }
     // After-items first: at one boundary they precede the drain before an OPT_STEP.
     std::vector<std::pair<size_t, Instr>> items;

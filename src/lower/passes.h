@@ -22,7 +22,11 @@ ProgramSet insert_p2p(ProgramSet in, const PipelineConfig& cfg);
 // Moves batches to their P2P stream(s) per transport (plain: one op per batch) and adds the
 // events that order them with compute (fwd_out/bwd_out before sends; recv_* or p2p_done after).
 ProgramSet assign_p2p_streams(ProgramSet in, const PipelineConfig& cfg);
-// REDUCE_GRAD per managed stage after its last backward: inline (legacy) or async.
+// reduce_buckets k > 1: each managed stage's last backward (B, or the split backward's W) split
+// into k pieces over its layers in backward order (bucket 0 = the last layers first).
+ProgramSet split_buckets(ProgramSet in, const PipelineConfig& cfg);
+// REDUCE_GRAD per managed stage after its last backward: inline (legacy) or async; one per
+// bucket after each piece when the stage is split (reduce_buckets).
 ProgramSet place_reductions(ProgramSet in, const PipelineConfig& cfg);
 // Async reductions' queue order on the reduction stream (reduce_order: program | priority).
 ProgramSet order_reductions(ProgramSet in, const PipelineConfig& cfg);
@@ -35,13 +39,13 @@ ProgramSet expand_world(ProgramSet in, const PipelineConfig& cfg);
 // Shared helpers.
 Instr make_compute(OpKind op, Microbatch mb, Stage s);  // F, B, I or W on compute
 Instr make_event(OpKind op, StreamId stream, EventId event);
-Instr make_stage_op(OpKind op, StreamId stream, Stage s);
+Instr make_stage_op(OpKind op, StreamId stream, Stage s, Bucket b = {});
 // Inserts each (position, instruction) of `items` before the instruction now at that position
 // (position == size: at the end); items of one position keep their order. One backward sweep
 // that moves only the instructions after the first position, in place when the capacity allows
 // (rebuilding a large program vector faults in every page of a new one).
 void insert_before(std::vector<Instr>& instrs, std::vector<std::pair<size_t, Instr>> items);
-std::string stage_event(const char* prefix, Stage s);                    // "reduce_done[s7]"
+std::string stage_event(const char* prefix, Stage s, Bucket b = {});     // "reduce_done[s7]", "reduce_done[s7.b0]"
 std::string mb_stage_event(const char* prefix, Microbatch mb, Stage s);  // "fwd_out[mb3,s1]"
 
 }  // namespace ppstream::lower

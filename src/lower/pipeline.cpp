@@ -16,6 +16,7 @@ std::vector<Pass> lowering_pipeline(const PipelineConfig& cfg) {
       {"insert-p2p", lower::insert_p2p},
       {"assign-p2p-streams", lower::assign_p2p_streams},
   };
+  if (cfg.mode != DPMode::NONE && cfg.reduce_buckets > 1) passes.push_back({"split-buckets", lower::split_buckets});
   if (cfg.mode != DPMode::NONE) passes.push_back({"place-reductions", lower::place_reductions});
   if (cfg.mode != DPMode::NONE && cfg.reduce_grad == ReducePolicy::ASYNC && cfg.reduce_order == ReduceOrder::PRIORITY)
     passes.push_back({"order-reductions", lower::order_reductions});

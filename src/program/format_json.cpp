@@ -28,6 +28,15 @@ ojson p2p_to_json(const P2POp& op) {
   return j;
 }
 
+// "bucket": [index, count] for a piece of a bucketed stage; absent for the whole stage.
+void bucket_to_json(ojson& j, const Instr& i) {
+  if (i.bucket.whole()) return;
+  ojson b = ojson::array();
+  b.push_back(i.bucket.index);
+  b.push_back(i.bucket.count);
+  j["bucket"] = std::move(b);
+}
+
 ojson instr_to_json(const Program& p, const Instr& i) {
   ojson j;
   j["stream"] = p.stream_name(i.stream);
@@ -39,6 +48,7 @@ ojson instr_to_json(const Program& p, const Instr& i) {
     case OpKind::W:
       j["mb"] = i.mb.v;
       j["stage"] = i.stage.v;
+      bucket_to_json(j, i);
       break;
     case OpKind::BATCH: {
       ojson ops = ojson::array();
@@ -54,6 +64,7 @@ ojson instr_to_json(const Program& p, const Instr& i) {
     case OpKind::RESHARD:
     case OpKind::REDUCE_GRAD:
       j["stage"] = i.stage.v;
+      bucket_to_json(j, i);
       break;
     case OpKind::OPT_STEP:
       break;
@@ -138,6 +149,20 @@ P2POp read_p2p(const Reader& rd, const json& j, const std::string& path) {
 }
 
 // The indexes of a program's name tables while it is read.
+// The optional "bucket": [index, count] of B, W, REDUCE_GRAD (0 <= index < count, count >= 2).
+Bucket read_bucket(const Reader& rd, const json& j, const std::string& path) {
+  auto it = j.find("bucket");
+  if (it == j.end()) return Bucket{};
+  const json& b = *it;
+  const char* what = "[index, count] with 0 <= index < count and count >= 2";
+  if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number_integer())
+    rd.fail(path + ".bucket", what, &b);
+  const auto index = b[0].get<int64_t>(), count = b[1].get<int64_t>();
+  if (count < 2 || count > std::numeric_limits<int32_t>::max() || index < 0 || index >= count)
+    rd.fail(path + ".bucket", what, &b);
+  return Bucket{static_cast<int32_t>(index), static_cast<int32_t>(count)};
+}
+
 struct NameIndexes {
   NameIndex<StreamId> streams;
   NameIndex<EventId> events;
@@ -162,9 +187,13 @@ Instr read_instr(const Reader& rd, const json& j, const std::string& path, Progr
     case OpKind::B:
     case OpKind::I:
     case OpKind::W:
-      rd.expect_object(j, path, {"stream", "op", "mb", "stage", "text"});
+      if (in.op == OpKind::B || in.op == OpKind::W)
+        rd.expect_object(j, path, {"stream", "op", "mb", "stage", "bucket", "text"});
+      else
+        rd.expect_object(j, path, {"stream", "op", "mb", "stage", "text"});
       in.mb = Microbatch{rd.get_int(j, "mb", path, 0)};
       in.stage = Stage{rd.get_int(j, "stage", path, 0)};
+      in.bucket = read_bucket(rd, j, path);
       break;
     case OpKind::BATCH: {
       rd.expect_object(j, path, {"stream", "op", "p2p", "text"});
@@ -187,8 +216,12 @@ Instr read_instr(const Reader& rd, const json& j, const std::string& path, Progr
     case OpKind::UNSHARD:
     case OpKind::RESHARD:
     case OpKind::REDUCE_GRAD:
-      rd.expect_object(j, path, {"stream", "op", "stage", "text"});
+      if (in.op == OpKind::REDUCE_GRAD)
+        rd.expect_object(j, path, {"stream", "op", "stage", "bucket", "text"});
+      else
+        rd.expect_object(j, path, {"stream", "op", "stage", "text"});
       in.stage = Stage{rd.get_int(j, "stage", path, 0)};
+      in.bucket = read_bucket(rd, j, path);
       break;
     case OpKind::OPT_STEP:
       rd.expect_object(j, path, {"stream", "op", "text"});

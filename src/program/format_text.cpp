@@ -13,6 +13,13 @@ void append_int(std::string& out, const char* prefix, int32_t v) {
   out += std::to_string(v);
 }
 
+// " bucket<j>/<k>" for a piece of a bucketed stage; nothing for the whole stage.
+void append_bucket(std::string& out, const Instr& i) {
+  if (i.bucket.whole()) return;
+  append_int(out, " bucket", i.bucket.index);
+  append_int(out, "/", i.bucket.count);
+}
+
 void append_p2p(std::string& out, const P2POp& op) {
   out += to_string(op.kind);
   append_int(out, " mb", op.mb.v);
@@ -30,6 +37,7 @@ void append_op(std::string& out, const Program& p, const Instr& i) {
     case OpKind::W:
       append_int(out, " mb", i.mb.v);
       append_int(out, " s", i.stage.v);
+      append_bucket(out, i);
       break;
     case OpKind::BATCH:
       out += '{';
@@ -48,6 +56,7 @@ void append_op(std::string& out, const Program& p, const Instr& i) {
     case OpKind::RESHARD:
     case OpKind::REDUCE_GRAD:
       append_int(out, " s", i.stage.v);
+      append_bucket(out, i);
       break;
     case OpKind::OPT_STEP:
       break;

@@ -125,6 +125,21 @@ P2POp parse_p2p(LineScanner& sc) {
   return op;
 }
 
+// An optional " bucket<j>/<k>" (B, W, REDUCE_GRAD; j < k, k >= 2: the whole stage is written
+// without it, so each instruction has one spelling). I and F are never split.
+void parse_bucket(LineScanner& sc, Instr& in) {
+  if (sc.at_end()) return;
+  constexpr std::string_view kBucket = "bucket<j>/<k> with 0 <= j < k, k >= 2 (e.g. bucket0/2) or end of line";
+  std::string_view w = sc.word();
+  if (in.op != OpKind::B && in.op != OpKind::W && in.op != OpKind::REDUCE_GRAD) sc.fail("end of line", w);
+  const size_t slash = w.find('/');
+  if (w.substr(0, 6) != "bucket" || slash == std::string_view::npos) sc.fail(kBucket, w);
+  const auto j = LineScanner::parse_uint(w.substr(6, slash - 6));
+  const auto k = LineScanner::parse_uint(w.substr(slash + 1));
+  if (!j || !k || *k < 2 || *j >= *k) sc.fail(kBucket, w);
+  in.bucket = Bucket{*j, *k};
+}
+
 // A program being read, with the indexes of its name tables.
 struct RankBuild {
   Program p;
@@ -152,6 +167,7 @@ Instr parse_op(LineScanner& sc, RankBuild& rb) {
     case OpKind::W:
       in.mb = Microbatch{sc.prefixed_int("mb", kMb)};
       in.stage = Stage{sc.prefixed_int("s", kStage)};
+      parse_bucket(sc, in);
       break;
     case OpKind::BATCH:
       if (!sc.consume('{')) sc.fail("'{' after BATCH", sc.peek_token());
@@ -172,6 +188,7 @@ Instr parse_op(LineScanner& sc, RankBuild& rb) {
     case OpKind::RESHARD:
     case OpKind::REDUCE_GRAD:
       in.stage = Stage{sc.prefixed_int("s", kStage)};
+      parse_bucket(sc, in);
       break;
     case OpKind::OPT_STEP:
       break;

@@ -74,6 +74,7 @@ void bind_compile(py::module_& m) {
         j["shard_size"] = cfg.shard_size;
         j["replicate_size"] = cfg.replicate_size;
         j["reduce_grad"] = to_string(cfg.reduce_grad);
+        j["reduce_buckets"] = cfg.reduce_buckets;
         j["extra_sections"] = cfg.extra_sections;
         return j.dump();
       },

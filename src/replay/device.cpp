@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <csignal>
 #include <thread>
 
@@ -188,7 +189,12 @@ void Device::collective(int32_t k) {
   const auto stage = static_cast<size_t>(in.stage.v);
   const bool gather = in.op == OpKind::UNSHARD;
   const auto shard = static_cast<int64_t>(plan_.shard_members.size());
-  const int64_t n = gather ? plan_.param_elems.at(stage) : plan_.grad_elems.at(stage);
+  // A bucket reduces its share of the stage's gradient elements (a multiple of the shard size).
+  int64_t n = gather ? plan_.param_elems.at(stage) : plan_.grad_elems.at(stage);
+  if (!gather && !in.bucket.whole()) {
+    const auto b = bucket_layers(in.bucket, plan_.stage_layers.at(stage));
+    n = std::max<int64_t>(shard, n * b.size() / plan_.stage_layers.at(stage) / shard * shard);
+  }
   std::vector<double> data(static_cast<size_t>(gather ? n / shard : n));
   if (gather) fill_param(data, prog_.rank.v, in.stage, step_);
   else fill_grad(data, prog_.rank.v, in.stage, step_);

@@ -91,6 +91,7 @@ RankPlan make_plan(const ProgramSet& set, size_t prog, const PipelineConfig& cfg
   for (int32_t s = 0; s < cfg.num_stages(); ++s) {
     const double layers = static_cast<size_t>(s) < cfg.stage_layers.size() ? cfg.stage_layers[static_cast<size_t>(s)].count() : 1;
     plan.grad_elems.push_back(scaled_elems(layers * cost.grad_bytes_per_layer, max_bytes, w.shard));
+    plan.stage_layers.push_back(static_cast<int32_t>(layers));
     plan.param_elems.push_back(scaled_elems(layers * cost.param_bytes_per_layer, max_bytes, w.shard));
   }
   return plan;

@@ -48,6 +48,7 @@ struct RankPlan {
   int32_t shard_index = 0;                     // position in the shard group
   int64_t p2p_elems = 1;                       // doubles per P2P op
   std::vector<int64_t> grad_elems, param_elems;  // per virtual stage, multiples of shard
+  std::vector<int32_t> stage_layers;             // per virtual stage: layer count (bucket shares)
 };
 
 // `max_bytes` caps every buffer (at least 8 * shard bytes are kept so that chunks are non-empty).

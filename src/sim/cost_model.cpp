@@ -164,6 +164,7 @@ SimCostModel::SimCostModel(const ProgramSet& set, const PipelineConfig& cfg, Cos
     const double ar = ring_all_reduce_ms(w.replicate, grad / std::max(1, w.shard), cost_.collective_alpha_ms,
                                          cost_.replicate_bandwidth_gb_per_s);
     reduce_ms_.push_back(rs + ar);
+    layers_.push_back(static_cast<int32_t>(layers));
     unshard_ms_.push_back(ring_all_gather_ms(w.shard, layers * cost_.param_bytes_per_layer, cost_.collective_alpha_ms,
                                              cost_.shard_bandwidth_gb_per_s));
     check_stage(s, layers);
@@ -245,6 +246,10 @@ double SimCostModel::extra(const Program& p, const Instr& i) const {
   return e ? *e : 0.0;
 }
 
+double SimCostModel::share(const Instr& i) const {
+  return i.bucket.whole() ? 1.0 : bucket_share(i.bucket, layers_.at(static_cast<size_t>(i.stage.v)));
+}
+
 std::shared_ptr<const SimCostModel::Durations> SimCostModel::durations_table(const ProgramSet& set) const {
   auto d = std::make_shared<Durations>();
   d->base.assign(set.programs.size() + 1, 0);
@@ -289,9 +294,9 @@ double SimCostModel::compute_ms(const Program& p, const Instr& i) const {
 double SimCostModel::compute_formula_ms(const Instr& i) const {
   switch (i.op) {
     case OpKind::F: return fwd_ms_.at(static_cast<size_t>(i.stage.v));
-    case OpKind::B: return bwd_ms_.at(static_cast<size_t>(i.stage.v));
+    case OpKind::B: return share(i) * bwd_ms_.at(static_cast<size_t>(i.stage.v));
     case OpKind::I: return cost_.backward_input_fraction * bwd_ms_.at(static_cast<size_t>(i.stage.v));
-    case OpKind::W: return (1.0 - cost_.backward_input_fraction) * bwd_ms_.at(static_cast<size_t>(i.stage.v));
+    case OpKind::W: return share(i) * (1.0 - cost_.backward_input_fraction) * bwd_ms_.at(static_cast<size_t>(i.stage.v));
     case OpKind::OPT_STEP: return cost_.optimizer_ms;
     default: return 0.0;
   }
@@ -324,6 +329,14 @@ double SimCostModel::batch_ms(const Program& p, const Instr& i) const {
 
 double SimCostModel::base_collective_ms(const Instr& i) const {
   const auto s = static_cast<size_t>(i.stage.v);
+  if (i.op == OpKind::REDUCE_GRAD && !i.bucket.whole()) {
+    // A bucket: the same two rings over its share of the stage's gradient bytes.
+    const World& w = set_->world;
+    const double grad = bucket_layers(i.bucket, layers_.at(s)).size() * cost_.grad_bytes_per_layer;
+    return ring_reduce_scatter_ms(w.shard, grad, cost_.collective_alpha_ms, cost_.shard_bandwidth_gb_per_s) +
+           ring_all_reduce_ms(w.replicate, grad / std::max(1, w.shard), cost_.collective_alpha_ms,
+                              cost_.replicate_bandwidth_gb_per_s);
+  }
   return i.op == OpKind::UNSHARD ? unshard_ms_.at(s) : i.op == OpKind::REDUCE_GRAD ? reduce_ms_.at(s) : 0.0;
 }
 
@@ -331,6 +344,7 @@ double SimCostModel::collective_ms(const Program& p, const Instr& i) const { ret
 
 double SimCostModel::arrival_delay_ms(const Program& p, const Instr& i) const {
   if (i.op != OpKind::UNSHARD && i.op != OpKind::REDUCE_GRAD) return 0.0;
+  if (i.bucket.index > 0) return 0.0;  // a stage's reduction draws one delay: its first bucket's
   const auto kind = i.op == OpKind::UNSHARD ? CollectiveKind::UNSHARD : CollectiveKind::REDUCE_GRAD;
   return straggler_.delay_ms(global_rank(p), kind, i.stage);
 }
@@ -339,7 +353,7 @@ double SimCostModel::external_arrival_ms(const Program& p, const Instr& i) const
   if (set_->world.expanded) return 0.0;
   const auto r = static_cast<size_t>(p.pp_rank);
   const auto s = static_cast<size_t>(i.stage.v);
-  if (i.op == OpKind::REDUCE_GRAD) return outside_reduce_ms_.at(r).at(s);
+  if (i.op == OpKind::REDUCE_GRAD) return i.bucket.index > 0 ? 0.0 : outside_reduce_ms_.at(r).at(s);
   if (i.op == OpKind::UNSHARD) return outside_unshard_ms_.at(r).at(s);
   return 0.0;
 }

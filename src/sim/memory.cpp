@@ -84,14 +84,18 @@ class Collector {
     const Instr& i = p_.instrs[k];
     const InstrTiming& t = t_[k];
     const double stash = layers_of_if_staged(i) * spec_.stash_bytes_per_layer;
+    // A piece of a bucketed backward frees its bucket's share of the stash; the microbatch's
+    // stash leaves the count with the last piece.
+    const double share = is_compute_op(i.op) ? bucket_share(i.bucket, static_cast<int32_t>(layers_of(i.stage))) : 1.0;
+    const int32_t done = i.bucket.index + 1 == i.bucket.count ? -1 : 0;
     switch (i.op) {
       case OpKind::F: change(t.start_ms, stash, Kind::ACTIVATION, +1); break;
-      case OpKind::B: change(t.end_ms, -stash, Kind::ACTIVATION, -1); break;
+      case OpKind::B: change(t.end_ms, -stash * share, Kind::ACTIVATION, done); break;
       case OpKind::I: change(t.end_ms, -stash * (1 - spec_.dw_stash_fraction), Kind::ACTIVATION); break;
-      case OpKind::W: change(t.end_ms, -stash * spec_.dw_stash_fraction, Kind::ACTIVATION, -1); break;
+      case OpKind::W: change(t.end_ms, -stash * spec_.dw_stash_fraction * share, Kind::ACTIVATION, done); break;
       case OpKind::UNSHARD: unshard_.emplace(i.stage.v, t.start_ms); break;
       case OpKind::RESHARD: reshard_[i.stage.v] = t.end_ms; break;
-      case OpKind::REDUCE_GRAD: reduced_[i.stage.v] = std::max(reduced_[i.stage.v], t.end_ms); break;
+      case OpKind::REDUCE_GRAD: reduced_[i.stage.v].push_back({i.bucket, t.end_ms}); break;
       case OpKind::OPT_STEP: opt_end_ = t.end_ms; break;
       case OpKind::BATCH:
         for (const P2POp& op : i.p2p)
@@ -104,10 +108,8 @@ class Collector {
     }
     if (i.op == OpKind::B || i.op == OpKind::I || i.op == OpKind::W) first_backward_.emplace(i.stage.v, t.start_ms);
   }
-  double layers_of_if_staged(const Instr& i) const {
-    const bool compute = i.op == OpKind::F || i.op == OpKind::B || i.op == OpKind::I || i.op == OpKind::W;
-    return compute ? layers_of(i.stage) : 0.0;
-  }
+  static bool is_compute_op(OpKind k) { return k == OpKind::F || k == OpKind::B || k == OpKind::I || k == OpKind::W; }
+  double layers_of_if_staged(const Instr& i) const { return is_compute_op(i.op) ? layers_of(i.stage) : 0.0; }
   // Phase 2: the per-stage buffers (parameters, gradients) once every end is known.
   void close_stage_buffers() {
     for (const auto& [s, start] : unshard_) {
@@ -117,11 +119,19 @@ class Collector {
       change(it == reshard_.end() ? step_end_ : it->second, -bytes, Kind::PARAM);
     }
     const double no_reduction_end = opt_end_ < 0 ? step_end_ : opt_end_;
+    // Gradient buffers: the stage's whole buffer from its first backward; each bucket's share
+    // freed at the end of that bucket's reduction (the whole stage: one bucket, share 1).
     for (const auto& [s, start] : first_backward_) {
-      const double bytes = layers_of(Stage{s}) * spec_.grad_buffer_bytes_per_layer;
+      const double layers = layers_of(Stage{s});
+      const double bytes = layers * spec_.grad_buffer_bytes_per_layer;
       const auto it = reduced_.find(s);
       change(start, bytes, Kind::GRAD);
-      change(it == reduced_.end() ? no_reduction_end : it->second, -bytes, Kind::GRAD);
+      if (it == reduced_.end()) {
+        change(no_reduction_end, -bytes, Kind::GRAD);
+        continue;
+      }
+      for (const auto& [bucket, end] : it->second)
+        change(end, -bytes * bucket_share(bucket, static_cast<int32_t>(layers)), Kind::GRAD);
     }
   }
 
@@ -131,7 +141,8 @@ class Collector {
   const MemorySpec& spec_;
   double step_end_;
   std::map<ComputeKey, size_t> compute_;
-  std::map<int32_t, double> unshard_, reshard_, reduced_, first_backward_;
+  std::map<int32_t, double> unshard_, reshard_, first_backward_;
+  std::map<int32_t, std::vector<std::pair<Bucket, double>>> reduced_;  // stage → (bucket, reduction end)
   double opt_end_ = -1;
   std::vector<Change> out_;
 };

@@ -1,5 +1,5 @@
 // Rule `collective-order`: in an expanded set every member of a shard or replicate group
-// issues the same sequence of collectives (kind and stage) — the engine pairs them by
+// issues the same sequence of collectives (kind, stage and bucket) — the engine pairs them by
 // position, so a different order means mismatched tensors or a hang on the real system.
 #include <map>
 
@@ -26,7 +26,7 @@ void check_collective_order(const engine::Topology& t, Report& rep) {
         while (k < n) {
           const Instr& a = t.instr(want[k]);
           const Instr& b = t.instr(have[k]);
-          if (a.op != b.op || a.stage != b.stage) break;
+          if (a.op != b.op || a.stage != b.stage || a.bucket != b.bucket) break;
           ++k;
         }
         if (k < n) {

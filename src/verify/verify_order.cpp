@@ -49,7 +49,8 @@ struct RankIndex {
   FirstIndex<std::tuple<P2PKind, int32_t, int32_t>> batch;               // (kind, mb, stage) → BATCH
   std::map<int32_t, std::vector<int32_t>> compute_of_stage;              // stage → its F/B/I/W, in order
   std::map<int32_t, std::vector<int32_t>> grads_of_stage;                // stage → its B/W (weight grads)
-  std::map<int32_t, int32_t> unshard, reshard, reduce;                   // stage → first index
+  std::map<int32_t, int32_t> unshard, reshard;                           // stage → first index
+  std::map<int32_t, std::vector<int32_t>> reduce;                        // stage → its REDUCE_GRADs (buckets)
   std::vector<int32_t> reduces, reshards;                                // every REDUCE_GRAD / RESHARD
   int32_t opt = kNone;
   bool split = false;                                                    // the rank runs I/W
@@ -60,8 +61,10 @@ struct RankIndex {
       const auto i = static_cast<int32_t>(k);
       if (is_compute(in.op)) {
         compute.add(std::tuple{in.op, in.mb.v, in.stage.v}, i);
+        // Only a backward's last piece (the stage's first layers) yields the stage's input grad.
+        const bool partial = in.bucket.index + 1 < in.bucket.count;
         for (Role r : {Role::FORWARD, Role::INPUT_GRAD, Role::WEIGHT_GRAD})
-          if (has_role(in.op, r)) role.add(std::tuple{r, in.mb.v, in.stage.v}, i);
+          if (has_role(in.op, r) && !(partial && r == Role::INPUT_GRAD)) role.add(std::tuple{r, in.mb.v, in.stage.v}, i);
         compute_of_stage[in.stage.v].push_back(i);
         if (has_role(in.op, Role::WEIGHT_GRAD)) grads_of_stage[in.stage.v].push_back(i);
         split = split || in.op == OpKind::I;
@@ -77,7 +80,7 @@ struct RankIndex {
           reshards.push_back(i);
           break;
         case OpKind::REDUCE_GRAD:
-          reduce.emplace(in.stage.v, i);
+          reduce[in.stage.v].push_back(i);
           reduces.push_back(i);
           break;
         case OpKind::OPT_STEP:
@@ -150,13 +153,27 @@ class RankChecker {
         const int32_t r = find(idx_.reshard, s);
         if (r == kNone) continue;
         std::vector<int32_t> producers = uses;
-        if (const int32_t red = find(idx_.reduce, s); red != kNone) producers.push_back(red);
+        if (auto red = idx_.reduce.find(s); red != idx_.reduce.end())
+          producers.insert(producers.end(), red->second.begin(), red->second.end());
         all_before("unsharded params", producers, r);
       }
     }
-    // accumulated grads: every weight-grad op (B or W) of the stage before its reduction.
-    for (const auto& [s, bs] : idx_.grads_of_stage)
-      if (const int32_t red = find(idx_.reduce, s); red != kNone) all_before("accumulated grads", bs, red);
+    // accumulated grads: every weight-grad op (B or W) of the stage before its reduction; with
+    // buckets, every whole one and every piece of the reduction's bucket before that bucket's
+    // reduction (a piece of another bucket fills other layers' gradients).
+    for (const auto& [s, bs] : idx_.grads_of_stage) {
+      auto reds = idx_.reduce.find(s);
+      if (reds == idx_.reduce.end()) continue;
+      for (const int32_t red : reds->second) {
+        const Bucket b = prog_.instrs[static_cast<size_t>(red)].bucket;
+        std::vector<int32_t> mine;
+        for (const int32_t g : bs) {
+          const Bucket gb = prog_.instrs[static_cast<size_t>(g)].bucket;
+          if (gb.whole() || b.whole() || gb.index == b.index) mine.push_back(g);
+        }
+        all_before("accumulated grads", mine, red);
+      }
+    }
   }
 
   void drain_order() {

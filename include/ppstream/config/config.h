@@ -74,6 +74,11 @@ struct PipelineConfig {
   ReducePolicy reduce_grad = ReducePolicy::INLINE;
   bool sync_last_reduce = true;                  // async: keep the last local stage's reduction on compute
   ReduceOrder reduce_order = ReduceOrder::PROGRAM;  // async: queue order on the reduction stream
+  // Gradient buckets per stage (k): the last backward of each stage is split into k pieces over
+  // its layers in backward order, each followed by the reduction of its bucket (program/ir.h
+  // Bucket; docs/semantics.md "Gradient buckets"). 1: one reduction per stage (as before).
+  // Must be in [1, the fewest layers of any stage].
+  int32_t reduce_buckets = 1;
 
   // Any further top-level sections (e.g. `cost:` for the simulator, `model:` for the runtime)
   // are kept verbatim as YAML text for their own readers; see `extra_sections`.

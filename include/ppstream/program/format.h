@@ -14,9 +14,12 @@
 //               mode=none|fsdp|hsdp policy=none|inline|async"   (keys in this order, n >= 1;
 //               exactly once, before any instruction; policy=none iff mode=none)
 //   line    := "r<rank> <stream> " op
-//   op      := "F mb<m> s<s>" | "B mb<m> s<s>" | "BATCH{" p2p ("; " p2p)* "}"
+//   op      := "F mb<m> s<s>" | "B mb<m> s<s>" [bucket] | "I mb<m> s<s>" | "W mb<m> s<s>" [bucket]
+//            | "BATCH{" p2p ("; " p2p)* "}"
 //            | "RECORD <event>" | "WAIT <event>" | "UNSHARD s<s>" | "RESHARD s<s>"
-//            | "REDUCE_GRAD s<s>" | "OPT_STEP"
+//            | "REDUCE_GRAD s<s>" [bucket] | "OPT_STEP"
+//   bucket  := "bucket<j>/<k>"  (0 <= j < k, k >= 2; absent = the whole stage, ir.h Bucket;
+//               JSON: "bucket": [j, k])
 //   p2p     := "SEND_F|SEND_B mb<m> s<s> ->r<q>" | "RECV_F|RECV_B mb<m> s<s> <-r<q>"
 //   stream  := [a-z][a-z0-9_.]*        event := printable ASCII without spaces and ;{}
 // Numbers are non-negative decimal int32. A line whose first non-blank character is `#` is a

@@ -31,7 +31,9 @@ PPSTREAM_STRONG_INDEX(Microbatch)  // microbatch id `mb15`
 // Instruction kinds. Each instruction runs on one stream of its rank, in FIFO order there.
 enum class OpKind : uint8_t {
   F,            // forward of (mb, stage) on a compute stream
-  B,            // backward of (mb, stage): input grad (dx) + accumulate parameter grads
+  B,            // backward of (mb, stage): input grad (dx) + accumulate parameter grads; with a
+                // bucket (reduce_buckets) only that bucket's layers, and only the last bucket
+                // (the stage's first layers) yields the stage's input grad
   BATCH,        // one batch_isend_irecv of P2P ops; completes when every op is matched
   RECORD,       // record event on this stream: fires when all earlier work on the stream is done
   WAIT,         // this stream waits until the event has fired
@@ -67,6 +69,35 @@ struct EventId {
   auto operator<=>(const EventId&) const = default;
 };
 
+// A part of a stage's parameter gradients (data_parallel.reduce_buckets): bucket `index` of
+// `count` splits the stage's layers, in backward order (last layer first), into `count`
+// contiguous groups; bucket 0 holds the last layers (bucket_layers below). {0, 1} is the whole
+// stage, and is what every instruction of an unbucketed program holds. Printed `bucket0/2`.
+struct Bucket {
+  int32_t index = 0;
+  int32_t count = 1;
+  auto operator<=>(const Bucket&) const = default;
+  bool whole() const { return count == 1; }
+};
+// The layers of bucket `b` of a stage of `layers` layers, as positions in backward order
+// [first, end): [floor(index·L/count), floor((index+1)·L/count)). Bucket sizes differ by at most
+// one layer; every layer is in exactly one bucket. count must be in [1, layers] (the config
+// checks it: data_parallel.reduce_buckets <= the fewest layers of any stage).
+struct BucketLayers {
+  int32_t first = 0;
+  int32_t end = 0;
+  int32_t size() const { return end - first; }
+};
+inline BucketLayers bucket_layers(Bucket b, int32_t layers) {
+  const auto at = [&](int32_t j) { return static_cast<int32_t>(static_cast<int64_t>(j) * layers / b.count); };
+  return {at(b.index), at(b.index + 1)};
+}
+// The share of the stage's layers (and so of its backward time and gradient bytes) that bucket
+// `b` holds: bucket_layers(b, layers).size() / layers; 1 for the whole stage.
+inline double bucket_share(Bucket b, int32_t layers) {
+  return b.whole() || layers <= 0 ? 1.0 : static_cast<double>(bucket_layers(b, layers).size()) / layers;
+}
+
 // One instruction. Only the fields its kind uses are meaningful; the others stay default so
 // that equality and hashing are well defined (the parser and builders guarantee it).
 struct Instr {
@@ -76,6 +107,8 @@ struct Instr {
   Stage stage;                 // F, B, UNSHARD, RESHARD, REDUCE_GRAD
   std::vector<P2POp> p2p;      // BATCH: ops in issue order (cpu-serial executes them in this order)
   EventId event;               // RECORD, WAIT: e.g. "compute_ready[s7]", an id in its Program's event table
+  Bucket bucket;               // B, W: the piece of the stage's backward over these layers only;
+                               // REDUCE_GRAD: the gradients of these layers only (whole: all)
   bool operator==(const Instr&) const = default;
 };
 

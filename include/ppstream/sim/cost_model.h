@@ -37,6 +37,12 @@
 // REDUCE_GRAD(s) = reduce-scatter of G in the shard group, then all-reduce of G/shard in the
 // replicate group (G = layers(s) · grad_bytes_per_layer); UNSHARD(s) = all-gather of P in the
 // shard group. Reduction arithmetic is not modelled.
+// Buckets (data_parallel.reduce_buckets; program/ir.h Bucket): a piece `B|W … bucket<j>/k` takes
+// bucket_share(j/k, layers(s)) of the stage's B or W time; `REDUCE_GRAD s bucket<j>/k` is the two
+// rings over that bucket's gradient bytes (bucket_layers(j/k).size() · grad_bytes_per_layer),
+// so k buckets pay k times the alpha terms of one. The straggler model's delay of a stage's
+// reduction is drawn once, for its first bucket (j = 0); later buckets arrive on time (they
+// queue behind bucket 0 on the same stream and communicators anyway).
 #pragma once
 
 #include <cstdint>
@@ -143,11 +149,13 @@ class SimCostModel : public CostModel {
   void check_stage(int32_t s, double layers);  // CostOverflow naming the keys; updates largest_
   int32_t global_rank(const Program& p) const;
   void compute_outside();  // outside_*_ms_ from straggler_ (one-replica sets)
+  double share(const Instr& i) const;  // bucket_share of a piece; 1 for a whole op
 
   const ProgramSet* set_;
   CostSpec cost_;
   StragglerModel straggler_;
   std::vector<double> fwd_ms_, bwd_ms_, reduce_ms_, unshard_ms_;  // per virtual stage
+  std::vector<int32_t> layers_;                                    // per virtual stage
   // One-replica sets: slowest outside member per [pp_rank][stage] for each collective kind.
   std::vector<std::vector<double>> outside_reduce_ms_, outside_unshard_ms_;
   std::vector<std::vector<double>> extra_ms_;

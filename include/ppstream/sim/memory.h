@@ -11,7 +11,10 @@
 //   gradient buffer of s         L(s)·grad_buffer_bytes_per_layer, from the start of the stage's
 //                                first backward (B, I or W) to the end of its REDUCE_GRAD (async:
 //                                the reduce_done that follows it on the reduction stream ends
-//                                with it); without data parallelism, to the end of OPT_STEP
+//                                with it); without data parallelism, to the end of OPT_STEP; with
+//                                gradient buckets each bucket's share (program/ir.h bucket_share)
+//                                is freed at the end of that bucket's REDUCE_GRAD, and a piece of a
+//                                bucketed backward frees its share of the stash at its end
 //   receive buffer of a RECV op  recv_buffer_bytes, from the start of its BATCH to the end of the
 //                                compute op that consumes it (F(mb,s) for RECV_F, B/I for RECV_B)
 // At one instant frees come before allocations (a buffer freed at t and one allocated at t never

@@ -19,7 +19,9 @@
 //
 // A collective completes when its slowest member has arrived, plus its transfer time; a member's
 // arrival is the time it posted the collective plus its delay here. Not modelled: a straggler's
-// delay carrying over into its own later work (each collective draws afresh).
+// delay carrying over into its own later work (each collective draws afresh). A bucketed stage's
+// reductions (data_parallel.reduce_buckets) are one reduction here: only its first bucket
+// (bucket 0) takes the delay (SimCostModel::arrival_delay_ms).
 #pragma once
 
 #include <cstdint>

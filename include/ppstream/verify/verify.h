@@ -9,7 +9,11 @@
 //   collective-order   every member of a group issues the same sequence of collectives
 //   event              each event recorded once; every WAIT after its RECORD in program order
 //   happens-before     buffers (activation, input grad, stash, unsharded params, grads) ordered
-//   reduce-once        each managed stage: exactly one REDUCE_GRAD per step
+//   reduce-once        each managed stage: exactly one REDUCE_GRAD per step, or with buckets
+//                      one per bucket 0..k-1 (one k per stage: they cover its layers once)
+//   bucket-cover       a split backward's pieces are buckets 0..k-1 once each, in order, with
+//                      the k of the stage's reductions (each bucket's reduction after its piece:
+//                      happens-before, accumulated grads)
 //   reshard-once       each sharded stage: exactly one UNSHARD and one RESHARD per step
 //   send-before-reduce (async) no reduction wait on compute before the stage's last SEND_B batch
 //   drain              every REDUCE_GRAD happens-before OPT_STEP; exactly one OPT_STEP per rank

@@ -5,14 +5,15 @@ overlap flags on and off, with and without a straggler (docs/replay.md, "Tests",
 
 
 def config_text(pp=2, vpp=1, mb=4, schedule="1f1b", mode="fsdp", shard=2, replicate=1, transport="batch",
-                overlap_p2p=True, overlap_b_f=True, straggler="", policy="async", layers=8, f_ms=10.0, b_ms=20.0):
+                overlap_p2p=True, overlap_b_f=True, straggler="", policy="async", layers=8, f_ms=10.0, b_ms=20.0,
+                buckets=1):
     dp = "" if mode == "none" else f"""
 data_parallel:
   mode: {mode}
   shard_size: {shard}
   replicate_size: {replicate}
   reduce_grad: {policy}
-"""
+""" + (f"  reduce_buckets: {buckets}\n" if buckets != 1 else "")
     return f"""pipeline_parallel_size: {pp}
 pipeline_parallel_interleave_num: {vpp}
 num_layers: {layers}
@@ -55,6 +56,8 @@ CONFIGS = {
     "1f1b-fsdp-straggler": dict(straggler=TAIL),
     "interleaved-hsdp-multi": dict(schedule="interleaved_1f1b", vpp=2, transport="multi_stream", **HSDP),
     "interleaved-fsdp-batch": dict(schedule="interleaved_1f1b", vpp=2),
+    # Gradient buckets: each stage's last backward in 2 pieces, each bucket reduced after its own.
+    "interleaved-hsdp-buckets": dict(schedule="interleaved_1f1b", vpp=2, buckets=2, **HSDP),
     "interleaved-fsdp-nooverlap": dict(schedule="interleaved_1f1b", vpp=2, overlap_p2p=False, overlap_b_f=False),
     "interleaved-fsdp-straggler": dict(schedule="interleaved_1f1b", vpp=2, straggler=TAIL, transport="multi_stream"),
     "1f1b-ddp-replicate": dict(mode="hsdp", shard=1, replicate=2),

@@ -119,6 +119,9 @@ class Executor:
         self.index = i
         t0 = self.trace.now_us()
         run = getattr(self, "_op_" + instr["op"], None)
+        if "bucket" in instr:  # load_run_config refuses such configs first (runconfig.check_reduce_buckets)
+            raise RuntimeError(f"r{self.program.get('rank', '?')} #{i}: the MindSpore runtime cannot run {text!r} "
+                               "(data_parallel.reduce_buckets > 1 is not supported here; use reduce_buckets 1)")
         if run is None:  # e.g. I / W of a zero-bubble schedule: `ppstream train` refuses those before launch
             raise RuntimeError(f"r{self.program.get('rank', '?')} #{i}: the MindSpore runtime cannot run {text!r} "
                                "(split backward I/W is not supported; use schedule 1f1b or interleaved_1f1b)")
