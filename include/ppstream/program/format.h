@@ -16,7 +16,11 @@
 //   line    := "r<rank> <stream> " op
 //   op      := "F mb<m> s<s>" | "B mb<m> s<s>" | "BATCH{" p2p ("; " p2p)* "}"
 //            | "RECORD <event>" | "WAIT <event>" | "UNSHARD s<s>" | "RESHARD s<s>"
-//            | "REDUCE_GRAD s<s>" | "OPT_STEP"
+//            | "REDUCE_GRAD s<s>" | "OPT_STEP" | "COLLECTIVE " coll " " group
+//   coll    := "ALL_REDUCE" | "ALL_GATHER" | "REDUCE_SCATTER"
+//   group   := <name> "[r<first>" ( "..r<last>" ( ":<stride>" )? )? "]"   (name as a stream name;
+//              members first, first+stride, …, last; stride written only when not 1, last only
+//              when there are two or more members: clip[r0..r63], emb.0[r0..r12:12], solo[r5])
 //   p2p     := "SEND_F|SEND_B mb<m> s<s> ->r<q>" | "RECV_F|RECV_B mb<m> s<s> <-r<q>"
 //   stream  := [a-z][a-z0-9_.]*        event := printable ASCII without spaces and ;{}
 // Numbers are non-negative decimal int32. A line whose first non-blank character is `#` is a
@@ -66,7 +70,8 @@ bool is_valid_event_name(std::string_view name);   // non-empty printable ASCII,
 // JSON: {"format":"ppstream.programs/1","world":{...},"mode":"hsdp","policy":"async",
 //        "programs":[{"rank":3,"pp_rank":3,"instrs":[{"stream":"compute","op":"B","mb":15,
 //        "stage":7,"text":"r3 compute B mb15 s7"}, {"op":"BATCH","p2p":[{"kind":"SEND_B",
-//        "mb":15,"stage":7,"peer":2}],...}, {"op":"RECORD","event":"..."}]}]}
+//        "mb":15,"stage":7,"peer":2}],...}, {"op":"RECORD","event":"..."},
+//        {"op":"COLLECTIVE","coll":"ALL_REDUCE","group":"clip","first":0,"stride":1,"count":64}]}]}
 // `world.expanded` is a JSON bool; "text" is optional on input but must equal the canonical
 // line when present; unknown keys and keys the op does not use are rejected. parse_json throws
 // ParseError "<origin>: <path>: expected <what>, got <json>", e.g. path programs[2].instrs[17].op,
