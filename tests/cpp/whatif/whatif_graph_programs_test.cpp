@@ -7,6 +7,9 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
+#include "../cli_run.h"
 #include "ppstream/analyze/megatron.h"
 #include "ppstream/program/format.h"
 #include "ppstream/whatif/whatif.h"
@@ -54,6 +57,18 @@ INSTANTIATE_TEST_SUITE_P(Traces, LiftedPrograms,
                          [](const ::testing::TestParamInfo<LiftedPrograms::ParamType>& p) {
                            return std::string(std::get<0>(p.param)) + "_" + to_string(std::get<1>(p.param));
                          });
+
+// The CLI flag: --json gains programs_check (ST: 8 workers); without it the document is as before.
+TEST(LiftedProgramsCli, CheckProgramsFlag) {
+  const auto r = testing_cli::run_ppstream("whatif " + data("timeline-ST.json.gz") + " --json --check-programs");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("programs_check")) << r.out;
+  EXPECT_EQ(j["programs_check"]["programs"], 8);
+  EXPECT_LT(j["programs_check"]["max_diff_ms"].get<double>(), 1e-9);
+  const auto plain = testing_cli::run_ppstream("whatif " + data("timeline-ST.json.gz") + " --json");
+  EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("programs_check"));
+}
 
 }  // namespace
 }  // namespace ppstream::whatif
