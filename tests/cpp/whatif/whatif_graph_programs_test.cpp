@@ -6,13 +6,18 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "../cli_run.h"
 #include "ppstream/analyze/megatron.h"
 #include "ppstream/program/format.h"
+#include "ppstream/verify/verify.h"
 #include "ppstream/whatif/whatif.h"
+#include "whatif/graph.h"
+#include "whatif/graph_programs.h"
+#include "whatif/job.h"
 
 namespace ppstream::whatif {
 namespace {
@@ -68,6 +73,39 @@ TEST(LiftedProgramsCli, CheckProgramsFlag) {
   EXPECT_LT(j["programs_check"]["max_diff_ms"].get<double>(), 1e-9);
   const auto plain = testing_cli::run_ppstream("whatif " + data("timeline-ST.json.gz") + " --json");
   EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("programs_check"));
+}
+
+// The lifted set round-trips through the canonical text, and the verifier is what makes it
+// trustworthy: dropping the WAIT that orders a forward after the receive of its activation is a
+// happens-before violation naming that F.
+TEST(LiftedProgramsVerify, RoundTripsAndAMissingWaitIsCaught) {
+  analyze::TimerTrace t;
+  analyze::read_timer_trace(data("timeline-ST.json.gz"), t);
+  const Job job = build_job(t, std::nullopt);
+  std::vector<std::string> notes;
+  const Graph g = lift_graph(job, notes);
+  GraphPrograms gp = programs_of_graph(job, g, notes);
+  EXPECT_EQ(parse_program_set(to_text(gp.set)), gp.set);
+  ASSERT_TRUE(verify(gp.set).empty());
+  Program& r1 = gp.set.programs[static_cast<size_t>(gp.dp)];  // stage 1, DP rank 0: its F waits for RECV_F
+  auto& ins = r1.instrs;
+  size_t f = 0;
+  while (f < ins.size() && ins[f].op != OpKind::F) ++f;
+  ASSERT_LT(f, ins.size());
+  // The RECORD after the BATCH receiving that F's activation, and the compute WAITs on it.
+  std::optional<EventId> recv_done;
+  for (size_t i = 0; i + 1 < ins.size() && !recv_done; ++i)
+    if (ins[i].op == OpKind::BATCH && ins[i].p2p.front().kind == P2PKind::RECV_F && ins[i].p2p.front().mb == ins[f].mb &&
+        ins[i].p2p.front().stage == ins[f].stage && ins[i + 1].op == OpKind::RECORD)
+      recv_done = ins[i + 1].event;
+  ASSERT_TRUE(recv_done);
+  const auto before = ins.size();
+  std::erase_if(ins, [&](const Instr& in) { return in.op == OpKind::WAIT && in.event == *recv_done; });
+  ASSERT_LT(ins.size(), before);
+  const auto v = verify(gp.set);
+  std::string all;
+  for (const auto& x : v) all += x.to_string() + "\n";
+  EXPECT_NE(all.find("[happens-before] activation"), std::string::npos) << all;
 }
 
 }  // namespace
