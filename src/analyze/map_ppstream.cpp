@@ -54,13 +54,21 @@ void read_meta(ond::object meta, PPStreamMeta& top) {
 }
 
 // Our communication slices by their instruction's op (canonical text, program/format.h): UNSHARD
-// all-gathers, REDUCE_GRAD reduces (CollectiveOp::REDUCE). A name that is no instruction line
+// all-gathers, REDUCE_GRAD reduces (CollectiveOp::REDUCE), a COLLECTIVE is its op type. A name that is no instruction line
 // (hand-written traces) says nothing: OTHER.
 CollectiveOp op_of_instr(std::string_view text) {
   try {
-    switch (parse_instr_line(std::string(text)).instrs.front().op) {
+    const Program p = parse_instr_line(std::string(text));
+    switch (p.instrs.front().op) {
       case OpKind::UNSHARD: return CollectiveOp::ALL_GATHER;
       case OpKind::REDUCE_GRAD: return CollectiveOp::REDUCE;
+      case OpKind::COLLECTIVE:
+        switch (p.collective(p.instrs.front().coll).op) {
+          case CollectiveType::ALL_REDUCE: return CollectiveOp::ALL_REDUCE;
+          case CollectiveType::ALL_GATHER: return CollectiveOp::ALL_GATHER;
+          case CollectiveType::REDUCE_SCATTER: return CollectiveOp::REDUCE_SCATTER;
+        }
+        return CollectiveOp::OTHER;
       default: return CollectiveOp::OTHER;
     }
   } catch (const ParseError&) {

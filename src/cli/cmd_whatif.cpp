@@ -1,5 +1,5 @@
 // `ppstream whatif PATH... [--json] [--svg OUT.svg] [--trace OUT.json] [--steps A-B] [--agg mean|median]
-// [--reduce-grad inline|async]`
+// [--reduce-grad inline|async] [--check-programs]`
 // (docs/whatif.md).
 #include <unistd.h>
 
@@ -38,7 +38,7 @@ void write_file(const std::string& path, const std::string& text) {
 void register_whatif(CLI::App& app, int& exit_code) {
   struct Args {
     std::vector<std::string> paths;
-    bool json = false;
+    bool json = false, check_programs = false;
     std::string svg, trace, steps, agg = "mean", reduce_grad;
   };
   auto a = std::make_shared<Args>();
@@ -56,17 +56,24 @@ void register_whatif(CLI::App& app, int& exit_code) {
   cmd->add_option("--reduce-grad", a->reduce_grad, "counterfactual: re-place the gradient reductions (inline | async) "
                                                   "and predict the step")
       ->check(CLI::IsMember({"inline", "async"}));
+  cmd->add_flag("--check-programs", a->check_programs,
+                "timer traces: also lift the graph into stream programs, verify them and run the engine beside every "
+                "evaluation without launch delays (programs_check in the result)");
   cmd->callback([a, &exit_code]() {
     whatif::WhatIfOptions opts;
     if (!a->steps.empty()) opts.steps = parse_steps(a->steps);
     opts.agg = a->agg == "median" ? whatif::Agg::MEDIAN : whatif::Agg::MEAN;
     if (!a->reduce_grad.empty()) opts.reduce_grad = parse_reduce_policy(a->reduce_grad);
+    opts.check_programs = a->check_programs;
     const bool tty = isatty(STDERR_FILENO) != 0;
     opts.progress = [tty](int64_t done, int64_t total) {
       if (tty && total > 20) std::cerr << "\rwhatif: simulation " << done << "/" << total << (done == total ? "\n" : "") << std::flush;
     };
     // ppstream's own trace (simulate --trace): the stream-program path; otherwise Megatron timelines.
     const bool ours = a->paths.size() == 1 && whatif::is_ppstream_trace(a->paths.front());
+    if (ours && a->check_programs)
+      throw std::invalid_argument("whatif --check-programs: for Megatron timer traces; a ppstream trace (" +
+                                  a->paths.front() + ") is already lifted into programs the engine runs");
     if (ours && !a->trace.empty())
       throw std::invalid_argument("whatif --trace: the ideal timeline is drawn for Megatron timer traces only, not for "
                                   "a ppstream trace (" + a->paths.front() + ")");

@@ -67,7 +67,8 @@ class Diagnosis {
       case OpKind::WAIT: return describe_wait(p, i, b);
       case OpKind::BATCH: return describe_batch(p, i, b);
       case OpKind::UNSHARD:
-      case OpKind::REDUCE_GRAD: return describe_collective(p, i, b);
+      case OpKind::REDUCE_GRAD:
+      case OpKind::COLLECTIVE: return describe_collective(p, i, b);
       default: b.waiting_for = "nothing (engine invariant broken: this kind never blocks)";
     }
   }
@@ -183,14 +184,15 @@ class Diagnosis {
       return;
     }
     const CollectiveInstance& ci = topo_.instances[inst];
-    const std::vector<Rank> ranks = topo_.group_ranks(ci.kind, ci.group);
+    const std::vector<Rank> ranks = topo_.instance_ranks(ci);
+    const std::string group_name = ci.named == kNone ? fmt::format("{}-group", to_string(ci.kind))
+                                                     : fmt::format("group {}", topo_.named[static_cast<size_t>(ci.named)].spec.group);
     std::vector<std::string> missing;
     for (int32_t j = 0; j < ci.size; ++j) {
       const int32_t gm = topo_.instance_members[ci.members_begin + j];
       if (gm == kNone) {
-        const int32_t pm = topo_.prog_of_rank(ranks[j]);
-        missing.push_back(fmt::format("r{} (issues only {} {}-group collectives)", ranks[j].v,
-                                      topo_.group_seq[ci.kind][pm].size(), to_string(ci.kind)));
+        missing.push_back(fmt::format("r{} (issues only {} {} collectives)", ranks[j].v,
+                                      topo_.member_collectives(ci, j), group_name));
         if (!b.waits_on_rank) b.waits_on_rank = ranks[j];
         continue;
       }
@@ -206,8 +208,8 @@ class Diagnosis {
     std::string list;
     for (size_t j = 0; j < missing.size() && j < 4; ++j) list += (j ? "; " : "") + missing[j];
     if (missing.size() > 4) list += fmt::format("; and {} more", missing.size() - 4);
-    b.waiting_for = fmt::format("the {} {}-group collective (r{}..r{}) waits for {}", ordinal(static_cast<size_t>(ci.k) + 1),
-                                to_string(ci.kind), ranks.front().v, ranks.back().v, list);
+    b.waiting_for = fmt::format("the {} {} collective (r{}..r{}) waits for {}", ordinal(static_cast<size_t>(ci.k) + 1),
+                                group_name, ranks.front().v, ranks.back().v, list);
   }
 
   // Each node has at most one outgoing edge: walk from every node, colouring the path.

@@ -58,7 +58,8 @@ bool EngineState::arrived_at(int32_t g, int32_t inst) const {
 
 uint8_t EngineState::phase_comms(int32_t cs, uint8_t phase) const {
   const CollectiveSlot& slot = topo.coll[cs];
-  return slot.n == 0 ? slot.comms : comm_bit(topo.instances[slot.inst[phase]].kind);
+  // A named group (COLLECTIVE) is on no HSDP communicator: comms 0.
+  return slot.n == 0 || slot.comms == 0 ? slot.comms : comm_bit(topo.instances[slot.inst[phase]].kind);
 }
 
 int32_t EngineState::comm_blocker(int32_t cs) const {
@@ -169,7 +170,8 @@ class Runner {
       }
       case OpKind::BATCH: start_batch(p, i, t); return;
       case OpKind::UNSHARD:
-      case OpKind::REDUCE_GRAD: start_collective(p, i, t); return;
+      case OpKind::REDUCE_GRAD:
+      case OpKind::COLLECTIVE: start_collective(p, i, t); return;
       case OpKind::RECORD:
         tm.start_ms = t;
         schedule(p, i, t);
@@ -347,15 +349,15 @@ class Runner {
   }
 
   // A member reached instance `inst` at time t. When the last member arrives, each member
-  // moves on to its next phase (ready there at the completion time) or completes after its
-  // collective_ms.
+  // moves on to its next phase (ready there at the completion time) or completes after its own
+  // collective_ms: members end together only when the cost model gives them equal times.
   void arrive(int32_t inst, double t) {
     st_.inst_time[inst] = std::max(st_.inst_time[inst], t);
     const CollectiveInstance& ci = st_.topo.instances[inst];
     if (++st_.inst_arrived[inst] < ci.size) return;
     st_.inst_done[inst] = 1;
     const double done = st_.inst_time[inst];
-    const uint8_t mask = engine::comm_bit(ci.kind);
+    const uint8_t mask = ci.named == kNone ? engine::comm_bit(ci.kind) : uint8_t{0};
     for (int32_t j = 0; j < ci.size; ++j) {
       const int32_t g = st_.topo.instance_members[ci.members_begin + j];
       const int32_t cs = st_.topo.collective_slot(g);

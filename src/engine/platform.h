@@ -52,6 +52,7 @@ const Platform& strict_platform();
 const Platform& ascend_mindspore_platform();
 const Platform& cpu_serial_platform();
 const Platform& ascend_one_comm_stream_platform();
+const Platform& strict_timed_platform();
 const Platform& platform_for(PlatformKind k);
 
 }  // namespace ppstream::engine

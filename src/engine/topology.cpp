@@ -188,6 +188,97 @@ void pair_p2p(const ProgramSet& set, Topology& t, std::vector<int32_t>& ids) {
     }
 }
 
+std::string members_text(const Collective& c) {
+  std::string out = fmt::format("{}[r{}", c.group, c.first.v);
+  if (c.count > 1) out += fmt::format("..r{}", c.last().v);
+  if (c.count > 1 && c.stride != 1) out += fmt::format(":{}", c.stride);
+  return out + "]";
+}
+
+// Named groups (COLLECTIVE): every use of a name must give the same members and include its own
+// rank, every member must be in the set; then the k-th COLLECTIVE of the group on each member
+// forms instance k (members in rank order).
+void form_named(const ProgramSet& set, Topology& t, bool ranks_ok) {
+  std::unordered_map<std::string, int32_t> by_name;
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    const Program& prog = set.programs[p];
+    for (size_t i = 0; i < prog.instrs.size(); ++i) {
+      const Instr& in = prog.instrs[i];
+      if (in.op != OpKind::COLLECTIVE) continue;
+      if (in.coll.v >= prog.collectives.size()) {
+        t.errors.push_back({i32(p), i32(i), fmt::format("collective id {} is not in r{}'s collective table ({} entries)",
+                                                        in.coll.v, prog.rank.v, prog.collectives.size())});
+        continue;
+      }
+      const Collective& c = prog.collectives[in.coll.v];
+      const int32_t g = t.instr_base[p] + i32(i);
+      auto [it, fresh] = by_name.emplace(c.group, i32(t.named.size()));
+      if (fresh) {
+        NamedGroup ng;
+        ng.spec = c;
+        if (c.count < 1 || c.stride < 1 || int64_t{c.first.v} + int64_t{c.count - 1} * c.stride > std::numeric_limits<int32_t>::max()) {
+          t.errors.push_back({i32(p), i32(i), fmt::format("group {}: {} members {} apart from r{}; expected count >= 1, "
+                                                          "stride >= 1 and ranks in int32",
+                                                          c.group, c.count, c.stride, c.first.v)});
+          ng.ok = false;
+        } else {
+          ng.member_prog.assign(static_cast<size_t>(c.count), kNone);
+          ng.seq.assign(static_cast<size_t>(c.count), {});
+          for (int32_t j = 0; j < c.count; ++j) {
+            ng.member_prog[static_cast<size_t>(j)] = t.prog_of_rank(c.member(j));
+            if (ng.member_prog[static_cast<size_t>(j)] == kNone) {
+              t.errors.push_back({i32(p), i32(i), fmt::format("group {} names r{}, which is not in the set",
+                                                              members_text(c), c.member(j).v)});
+              ng.ok = false;
+            }
+          }
+        }
+        t.named.push_back(std::move(ng));
+      }
+      NamedGroup& ng = t.named[static_cast<size_t>(it->second)];
+      if (!c.same_group(ng.spec)) {
+        t.errors.push_back({i32(p), i32(i), fmt::format("group {} has members {} here but {} where it is first named",
+                                                        c.group, members_text(c), members_text(ng.spec))});
+        ng.ok = false;
+        continue;
+      }
+      if (!ng.ok) continue;
+      const auto j = c.index_of(prog.rank);
+      if (!j) {
+        t.errors.push_back({i32(p), i32(i), fmt::format("r{} issues a collective of group {}, which it is not a member of",
+                                                        prog.rank.v, members_text(c))});
+        ng.ok = false;
+        continue;
+      }
+      ng.seq[static_cast<size_t>(*j)].push_back(g);
+    }
+  }
+  if (!ranks_ok) return;
+  for (size_t gi = 0; gi < t.named.size(); ++gi) {
+    const NamedGroup& ng = t.named[gi];
+    if (!ng.ok) continue;
+    size_t rounds = 0;
+    for (const auto& seq : ng.seq) rounds = std::max(rounds, seq.size());
+    for (size_t k = 0; k < rounds; ++k) {
+      const int32_t inst = i32(t.instances.size());
+      CollectiveInstance ci;
+      ci.named = i32(gi);
+      ci.group = i32(gi);
+      ci.k = i32(k);
+      ci.members_begin = i32(t.instance_members.size());
+      ci.size = ng.spec.count;
+      t.instances.push_back(ci);
+      for (const auto& seq : ng.seq) {
+        const int32_t g = k < seq.size() ? seq[k] : kNone;
+        t.instance_members.push_back(g);
+        if (g == kNone) continue;
+        CollectiveSlot& slot = t.coll[t.collective_slot(g)];
+        slot.inst[slot.n++] = inst;
+      }
+    }
+  }
+}
+
 // Collective slots; in an expanded set, the k-th collective of each group forms instance k.
 void form_collectives(const ProgramSet& set, Topology& t, std::vector<int32_t>& ids, bool ranks_ok) {
   const World& w = set.world;
@@ -218,6 +309,7 @@ void form_collectives(const ProgramSet& set, Topology& t, std::vector<int32_t>& 
       }
     }
   }
+  form_named(set, t, ranks_ok);
   if (!w.expanded || world_size_error(w)) return;
   for (size_t p = 0; p < n; ++p) {
     if (t.rank_error[p]) continue;  // a rank outside the world or out of order: no group
@@ -290,6 +382,20 @@ int32_t Topology::prog_of_rank(Rank r) const {
 
 std::vector<Rank> Topology::group_ranks(GroupKind kind, int32_t group) const {
   return set->world.group_members(kind, group);
+}
+
+std::vector<Rank> Topology::instance_ranks(const CollectiveInstance& ci) const {
+  if (ci.named == kNone) return group_ranks(ci.kind, ci.group);
+  const Collective& c = named[static_cast<size_t>(ci.named)].spec;
+  std::vector<Rank> out;
+  for (int32_t j = 0; j < c.count; ++j) out.push_back(c.member(j));
+  return out;
+}
+
+size_t Topology::member_collectives(const CollectiveInstance& ci, int32_t j) const {
+  if (ci.named != kNone) return named[static_cast<size_t>(ci.named)].seq[static_cast<size_t>(j)].size();
+  const int32_t pm = prog_of_rank(group_ranks(ci.kind, ci.group)[static_cast<size_t>(j)]);
+  return pm == kNone ? 0 : group_seq[ci.kind][pm].size();
 }
 
 const std::string& Topology::event_name(int32_t prog, int32_t local) const {

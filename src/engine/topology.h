@@ -57,15 +57,28 @@ struct ChannelList {
 // The k-th collective of one HSDP group: member j is the group's j-th rank (in rank order);
 // `members` holds each member's global instruction id, or kNone if it has no k-th collective.
 struct CollectiveInstance {
-  GroupKind kind = GroupKind::SHARD;
+  GroupKind kind = GroupKind::SHARD;  // HSDP instances (named == kNone)
   int32_t group = 0;           // group id (see group_ranks)
   int32_t k = 0;               // position in the group's sequence
   int32_t members_begin = 0;   // into Topology::instance_members
   int32_t size = 0;            // group size
+  int32_t named = kNone;       // a COLLECTIVE's instance: its index in Topology::named (kind unused)
 };
 
-// UNSHARD and REDUCE_GRAD: the instructions that form collective slots.
-inline bool is_collective(OpKind k) { return k == OpKind::UNSHARD || k == OpKind::REDUCE_GRAD; }
+// UNSHARD, REDUCE_GRAD and COLLECTIVE: the instructions that form collective slots.
+inline bool is_collective(OpKind k) {
+  return k == OpKind::UNSHARD || k == OpKind::REDUCE_GRAD || k == OpKind::COLLECTIVE;
+}
+
+// A named group of COLLECTIVE instructions (ir.h Collective): its members (by the first
+// instruction that names it) and, per member, its COLLECTIVEs in that group in program order.
+// A group is its own communicator: it is on no HSDP communicator chain (collective_comms 0).
+struct NamedGroup {
+  Collective spec;                       // op type: the first instruction's
+  std::vector<int32_t> member_prog;      // per member index: its program, kNone when absent
+  std::vector<std::vector<int32_t>> seq; // per member index: global ids, in program order
+  bool ok = true;                        // no structural error (instances formed)
+};
 
 // Bit of a GroupKind in a communicator mask.
 inline constexpr uint8_t comm_bit(GroupKind k) { return static_cast<uint8_t>(1u << static_cast<unsigned>(k)); }
@@ -110,8 +123,11 @@ struct Topology {
   // RECORD / WAIT: the rank-local id of its event (slot event_base[prog] + id).
   int32_t event_id(int32_t g) const { return id_of(g, OpKind::RECORD, OpKind::WAIT); }
   int32_t event_slot(int32_t prog, int32_t index) const { return event_base[prog] + event_id(global(prog, index)); }
-  // UNSHARD / REDUCE_GRAD: its index in `coll`.
-  int32_t collective_slot(int32_t g) const { return id_of(g, OpKind::UNSHARD, OpKind::REDUCE_GRAD); }
+  // UNSHARD / REDUCE_GRAD / COLLECTIVE: its index in `coll`.
+  int32_t collective_slot(int32_t g) const {
+    assert(is_collective(instr(g).op));
+    return instr_id_[g];
+  }
 
   // Streams: slot = stream_base[prog] + local id; each lists its instruction indices.
   std::vector<int32_t> stream_base;     // size programs+1
@@ -159,6 +175,12 @@ struct Topology {
   // (group_of) only for expanded sets.
   PerGroup<std::vector<std::vector<int32_t>>> group_seq;
   PerGroup<std::vector<int32_t>> group_of;
+  // Named groups (COLLECTIVE), in order of first use; formed for every set, expanded or not.
+  std::vector<NamedGroup> named;
+  // The ranks of an instance's group (member j at index j), and how many collectives member j
+  // issues in that group.
+  std::vector<Rank> instance_ranks(const CollectiveInstance& ci) const;
+  size_t member_collectives(const CollectiveInstance& ci, int32_t j) const;
 
   std::vector<std::pair<int32_t, int32_t>> rank_index;  // (rank, prog) sorted by rank
 

@@ -68,6 +68,15 @@ ojson instr_to_json(const Program& p, const Instr& i) {
       break;
     case OpKind::OPT_STEP:
       break;
+    case OpKind::COLLECTIVE: {
+      const Collective& c = p.collective(i.coll);
+      j["coll"] = to_string(c.op);
+      j["group"] = c.group;
+      j["first"] = c.first.v;
+      j["stride"] = c.stride;
+      j["count"] = c.count;
+      break;
+    }
   }
   j["text"] = to_line(p, i);
   return j;
@@ -175,7 +184,7 @@ Instr read_instr(const Reader& rd, const json& j, const std::string& path, Progr
   std::string op = rd.get_string(j, "op", path);
   auto kind = parse_op_kind(op);
   if (!kind)
-    rd.fail(path + ".op", "one of F, B, I, W, BATCH, RECORD, WAIT, UNSHARD, RESHARD, REDUCE_GRAD, OPT_STEP",
+    rd.fail(path + ".op", "one of F, B, I, W, BATCH, RECORD, WAIT, UNSHARD, RESHARD, REDUCE_GRAD, OPT_STEP, COLLECTIVE",
             &j.at("op"));
   in.op = *kind;
   const std::string stream = rd.get_string(j, "stream", path);
@@ -226,6 +235,24 @@ Instr read_instr(const Reader& rd, const json& j, const std::string& path, Progr
     case OpKind::OPT_STEP:
       rd.expect_object(j, path, {"stream", "op", "text"});
       break;
+    case OpKind::COLLECTIVE: {
+      rd.expect_object(j, path, {"stream", "op", "coll", "group", "first", "stride", "count", "text"});
+      Collective c;
+      const std::string coll = rd.get_string(j, "coll", path);
+      auto k = parse_collective_type(coll);
+      if (!k) rd.fail(path + ".coll", "one of ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER", &j.at("coll"));
+      c.op = *k;
+      c.group = rd.get_string(j, "group", path);
+      if (!is_valid_stream_name(c.group)) rd.fail(path + ".group", "a group name [a-z][a-z0-9_.]*", &j.at("group"));
+      c.first = Rank{rd.get_int(j, "first", path, 0)};
+      c.count = rd.get_int(j, "count", path, 1);
+      c.stride = rd.get_int(j, "stride", path, 1);
+      if (int64_t{c.first.v} + int64_t{c.count - 1} * c.stride > std::numeric_limits<int32_t>::max())
+        rd.fail(path + ".count", "a member range whose last rank fits in int32", &j.at("count"));
+      if (c.count == 1 && c.stride != 1) rd.fail(path + ".stride", "1 for a group of one member", &j.at("stride"));
+      in.coll = prog.intern_collective(c);
+      break;
+    }
   }
   if (j.contains("text")) {
     std::string canonical = to_line(prog, in);

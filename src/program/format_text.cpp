@@ -27,6 +27,17 @@ void append_p2p(std::string& out, const P2POp& op) {
   append_int(out, is_send(op.kind) ? " ->r" : " <-r", op.peer.v);
 }
 
+// Appends "ALL_REDUCE clip[r0..r63]" (format.h: the members as a strided range).
+void append_collective(std::string& out, const Collective& c) {
+  out += to_string(c.op);
+  out += ' ';
+  out += c.group;
+  append_int(out, "[r", c.first.v);
+  if (c.count > 1) append_int(out, "..r", c.last().v);
+  if (c.count > 1 && c.stride != 1) append_int(out, ":", c.stride);
+  out += ']';
+}
+
 // Appends "<OP> <args>"; only the fields the kind uses are printed.
 void append_op(std::string& out, const Program& p, const Instr& i) {
   out += to_string(i.op);
@@ -59,6 +70,10 @@ void append_op(std::string& out, const Program& p, const Instr& i) {
       append_bucket(out, i);
       break;
     case OpKind::OPT_STEP:
+      break;
+    case OpKind::COLLECTIVE:
+      out += ' ';
+      append_collective(out, p.collective(i.coll));
       break;
   }
 }

@@ -8,13 +8,21 @@
 
 namespace ppstream {
 namespace {
-constexpr std::array<const char*, 11> kOpNames = {"F",       "B",       "BATCH",       "RECORD",   "WAIT", "UNSHARD",
-                                                  "RESHARD", "REDUCE_GRAD", "OPT_STEP", "I",    "W"};
+constexpr std::array<const char*, 12> kOpNames = {"F",       "B",           "BATCH",    "RECORD", "WAIT", "UNSHARD",
+                                                  "RESHARD", "REDUCE_GRAD", "OPT_STEP", "I",      "W",    "COLLECTIVE"};
+constexpr std::array<const char*, 3> kCollNames = {"ALL_REDUCE", "ALL_GATHER", "REDUCE_SCATTER"};
 constexpr std::array<const char*, 4> kP2PNames = {"SEND_F", "RECV_F", "SEND_B", "RECV_B"};
 }  // namespace
 
 const char* to_string(OpKind k) { return kOpNames[static_cast<size_t>(k)]; }
 const char* to_string(P2PKind k) { return kP2PNames[static_cast<size_t>(k)]; }
+const char* to_string(CollectiveType k) { return kCollNames[static_cast<size_t>(k)]; }
+
+std::optional<CollectiveType> parse_collective_type(const std::string& s) {
+  for (size_t i = 0; i < kCollNames.size(); ++i)
+    if (s == kCollNames[i]) return static_cast<CollectiveType>(i);
+  return std::nullopt;
+}
 
 const char* to_string(ReducePolicy p) {
   switch (p) {

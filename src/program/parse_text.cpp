@@ -140,6 +140,45 @@ void parse_bucket(LineScanner& sc, Instr& in) {
   in.bucket = Bucket{*j, *k};
 }
 
+// "ALL_REDUCE <group>[r<first>(..r<last>(:<stride>)?)?]" (format.h).
+Collective parse_collective(LineScanner& sc) {
+  Collective c;
+  std::string_view kind = sc.word();
+  auto k = parse_collective_type(std::string(kind));
+  if (!k) sc.fail("a collective op (ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER)", kind.empty() ? sc.peek_token() : kind);
+  c.op = *k;
+  constexpr std::string_view kWhat = "a group '<name>[r<first>..r<last>:<stride>]' (e.g. clip[r0..r63], emb[r0..r12:12], solo[r5])";
+  const std::string_view tok = sc.token();
+  const size_t open = tok.find('[');
+  if (open == std::string_view::npos || tok.back() != ']' || !is_valid_stream_name(tok.substr(0, open))) sc.fail(kWhat, tok);
+  c.group = std::string(tok.substr(0, open));
+  std::string_view body = tok.substr(open + 1, tok.size() - open - 2);
+  auto rank_at = [&](std::string_view r) -> int32_t {
+    if (r.empty() || r[0] != 'r') sc.fail(kWhat, tok);
+    auto n = LineScanner::parse_uint(r.substr(1));
+    if (!n) sc.fail(kWhat, tok);
+    return *n;
+  };
+  const size_t dots = body.find("..");
+  if (dots == std::string_view::npos) {
+    c.first = Rank{rank_at(body)};
+    return c;
+  }
+  c.first = Rank{rank_at(body.substr(0, dots))};
+  std::string_view rest = body.substr(dots + 2);
+  const size_t colon = rest.find(':');
+  const int32_t last = rank_at(rest.substr(0, colon));
+  if (colon != std::string_view::npos) {
+    auto st = LineScanner::parse_uint(rest.substr(colon + 1));
+    if (!st || *st < 1) sc.fail(kWhat, tok);
+    c.stride = *st;
+  }
+  if (last <= c.first.v || (last - c.first.v) % c.stride != 0)
+    sc.fail_with("group " + std::string(tok) + ": the last member must lie above the first by a multiple of the stride");
+  c.count = (last - c.first.v) / c.stride + 1;
+  return c;
+}
+
 // A program being read, with the indexes of its name tables.
 struct RankBuild {
   Program p;
@@ -157,7 +196,7 @@ Instr parse_op(LineScanner& sc, RankBuild& rb) {
   std::string_view op = sc.word();
   auto kind = parse_op_kind(std::string(op));
   if (!kind)
-    sc.fail("an op (F, B, I, W, BATCH, RECORD, WAIT, UNSHARD, RESHARD, REDUCE_GRAD, OPT_STEP)",
+    sc.fail("an op (F, B, I, W, BATCH, RECORD, WAIT, UNSHARD, RESHARD, REDUCE_GRAD, OPT_STEP, COLLECTIVE)",
             op.empty() ? sc.peek_token() : op);
   in.op = *kind;
   switch (in.op) {
@@ -191,6 +230,9 @@ Instr parse_op(LineScanner& sc, RankBuild& rb) {
       parse_bucket(sc, in);
       break;
     case OpKind::OPT_STEP:
+      break;
+    case OpKind::COLLECTIVE:
+      in.coll = rb.p.intern_collective(parse_collective(sc));
       break;
   }
   sc.expect_end();

@@ -1,4 +1,4 @@
-// A Program's name tables (streams, events; ir.h): interning names, looking them up, and program
+// A Program's name tables (streams, events, collectives; ir.h): interning names, looking them up, and program
 // equality that compares streams and events by name rather than by table position.
 #include <algorithm>
 
@@ -31,16 +31,31 @@ bool same_name(const std::vector<std::string>& na, Id a, const std::vector<std::
 
 bool has_event(OpKind k) { return k == OpKind::RECORD || k == OpKind::WAIT; }
 
+// Whether id `a` of table `ta` and id `b` of table `tb` hold equal specs (or, both outside
+// their tables, are equal ids).
+bool same_collective(const std::vector<Collective>& ta, CollectiveId a, const std::vector<Collective>& tb,
+                     CollectiveId b) {
+  const bool in_a = a.v < ta.size(), in_b = b.v < tb.size();
+  return in_a && in_b ? ta[a.v] == tb[b.v] : !in_a && !in_b && a == b;
+}
+
 }  // namespace
 
 std::optional<StreamId> Program::find_stream(std::string_view name) const { return find_name<StreamId>(stream_names, name); }
 StreamId Program::intern_stream(std::string_view name) { return intern_name<StreamId>(stream_names, name); }
 std::optional<EventId> Program::find_event(std::string_view name) const { return find_name<EventId>(event_names, name); }
 EventId Program::intern_event(std::string_view name) { return intern_name<EventId>(event_names, name); }
+CollectiveId Program::intern_collective(const Collective& c) {
+  const auto it = std::find(collectives.begin(), collectives.end(), c);
+  if (it != collectives.end()) return CollectiveId{static_cast<uint32_t>(it - collectives.begin())};
+  collectives.push_back(c);
+  return CollectiveId{static_cast<uint32_t>(collectives.size() - 1)};
+}
 
 bool Program::operator==(const Program& o) const {
   if (rank != o.rank || pp_rank != o.pp_rank || instrs.size() != o.instrs.size()) return false;
-  if (stream_names == o.stream_names && event_names == o.event_names) return instrs == o.instrs;
+  if (stream_names == o.stream_names && event_names == o.event_names && collectives == o.collectives)
+    return instrs == o.instrs;
   for (size_t k = 0; k < instrs.size(); ++k) {
     const Instr& a = instrs[k];
     const Instr& b = o.instrs[k];
@@ -49,6 +64,9 @@ bool Program::operator==(const Program& o) const {
     Instr b_here = b;  // b with a's ids for its (equal) names: every other field compared by Instr's ==
     b_here.stream = a.stream;
     if (has_event(a.op) && has_event(b.op)) b_here.event = a.event;
+    const bool colls = a.op == OpKind::COLLECTIVE && b.op == OpKind::COLLECTIVE;
+    if (colls && !same_collective(collectives, a.coll, o.collectives, b.coll)) return false;
+    if (colls) b_here.coll = a.coll;
     if (!(a == b_here)) return false;
   }
   return true;

@@ -114,6 +114,7 @@ void Device::execute(int32_t k) {
     case OpKind::BATCH: batch(k); return;
     case OpKind::UNSHARD:
     case OpKind::REDUCE_GRAD: collective(k); return;
+    case OpKind::COLLECTIVE: return;  // refused by make_plan (plan.cpp)
   }
 }
 

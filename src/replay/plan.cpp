@@ -51,6 +51,9 @@ RankPlan make_plan(const ProgramSet& set, size_t prog, const PipelineConfig& cfg
                    int64_t max_bytes) {
   const engine::Topology topo = engine::build_topology(set);
   if (!topo.errors.empty()) throw std::invalid_argument("replay: " + topo.errors.front().message);
+  if (!topo.named.empty())
+    throw std::invalid_argument("replay: the set holds COLLECTIVE instructions (group " + topo.named.front().spec.group +
+                                "); replay runs compiled programs, whose collectives are UNSHARD / REDUCE_GRAD");
   const Program& p = set.programs[prog];
   const World& w = set.world;
   RankPlan plan;

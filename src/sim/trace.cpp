@@ -56,6 +56,10 @@ void add_trace_slices(analyze::TraceWriter& w, const ProgramSet& set, const Engi
           if (on_compute && d_us > 0) w.wait(r, stream, "CommHandle.wait", to_line(prog, i), s_us, d_us);
           break;
         }
+        case OpKind::COLLECTIVE:
+          w.slice(r, stream, to_line(prog, i), s_us, d_us, SliceKind::COLLECTIVE, prog.collective(i.coll).group, 0,
+                  cost ? cost->arrival_delay_ms(prog, i) : 0.0);
+          break;
         case OpKind::WAIT:
           if (t.start_ms > t.ready_ms)
             w.wait(r, stream, prog.event_name(i.event), to_line(prog, i), (t.ready_ms + offset_ms) * kUsPerMs,

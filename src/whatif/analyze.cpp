@@ -7,7 +7,9 @@
 #include <numeric>
 
 #include "graph.h"
+#include "graph_programs.h"
 #include "job.h"
+#include "ppstream/verify/verify.h"
 #include "ppstream/whatif/whatif.h"
 #include "sim_graph.h"
 
@@ -47,6 +49,19 @@ struct Analysis {
   Measured m;
   Ideal ideal;
   int64_t sims_done = 0, sims_total = 0;
+  // check_programs: the lifted programs of `g`, and what comparing the engine with the graph found.
+  const GraphPrograms* programs = nullptr;
+  ProgramsCheck check{};
+
+  // The engine on the programs under `view` beside the graph's steps `graph_ms` (S steps, or one
+  // for a view that is the same on every step).
+  template <class View>
+  void compare(const View& view, const std::vector<double>& graph_ms) {
+    if (!programs) return;
+    const auto engine_ms = engine_steps(*programs, static_cast<int32_t>(graph_ms.size()), view);
+    check.runs += static_cast<int64_t>(graph_ms.size());
+    for (size_t s = 0; s < graph_ms.size(); ++s) check.max_diff_ms = std::max(check.max_diff_ms, std::abs(engine_ms[s] - graph_ms[s]));
+  }
 
   int32_t K() const { return static_cast<int32_t>(job.ops.size()); }
   int32_t steps() const { return static_cast<int32_t>(job.steps.size()); }
@@ -176,6 +191,7 @@ struct Analysis {
   std::vector<double> run_full(auto keep) {
     auto cost = mixed(keep, [](int64_t j) { return j; });
     auto r = simulate_graph(g, steps(), job.dp, cost);
+    compare(cost, r.step_ms);
     tick();
     return r.step_ms;
   }
@@ -209,8 +225,18 @@ WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOp
   res.vpp = job.vpp;
   res.ops = job.trace_ops;
   res.graph_ops = static_cast<int64_t>(job.ops.size());
+  std::optional<GraphPrograms> programs, programs2;
+  if (opts.check_programs) {
+    programs = programs_of_graph(job, g, res.notes);
+    require_verified(programs->set, {}, "whatif: the lifted programs");
+    if (g2) {
+      programs2 = programs_of_graph(job, *g2, res.notes);
+      require_verified(programs2->set, {}, "whatif: the lifted programs with the reductions re-placed");
+    }
+  }
 
   Analysis a{job, g, opts, {}, {}};
+  if (programs) a.programs = &*programs;
   a.measure(res.notes);
   a.make_ideal();
   std::vector<std::string> labels;
@@ -224,8 +250,10 @@ WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOp
   const auto resim = simulate_graph(g, S, job.dp, Analysis::MeasuredCost{a.m, true}).step_ms;
   a.tick();
   const auto nodelay = simulate_graph(g, S, job.dp, Analysis::MeasuredCost{a.m, false}).step_ms;
+  a.compare(Analysis::MeasuredCost{a.m, false}, nodelay);
   a.tick();
   const auto ideal_run = simulate_graph(g, 1, 1, Analysis::IdealCost{a.ideal}, true);
+  a.compare(Analysis::IdealCost{a.ideal}, ideal_run.step_ms);
   a.tick();
   const std::vector<double> ideal(static_cast<size_t>(S), ideal_run.step_ms.front());
 
@@ -269,6 +297,13 @@ WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOp
     pr.per_step_ms = simulate_graph(*g2, S, job.dp, Analysis::MeasuredCost{a.m, false}).step_ms;
     pr.measured_costs_ms = mean(pr.per_step_ms);
     pr.ideal_costs_ms = simulate_graph(*g2, 1, 1, Analysis::IdealCost{a.ideal}).step_ms.front();
+    if (programs2) {  // the re-placed graph's programs, checked the same way
+      const GraphPrograms* traced = a.programs;
+      a.programs = &*programs2;
+      a.compare(Analysis::MeasuredCost{a.m, false}, pr.per_step_ms);
+      a.compare(Analysis::IdealCost{a.ideal}, std::vector<double>{pr.ideal_costs_ms});
+      a.programs = traced;
+    }
     pr.traced_ms = mean(nodelay);
     pr.traced_ideal_ms = mean(ideal);
     res.predicted = pr;
@@ -284,6 +319,8 @@ WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOp
         auto cost = a.mixed([](int32_t, int64_t) { return true; },
                             [dp, d](int64_t j) { return j % 2 == 0 ? (j / 2) * dp + d : int64_t{-1}; });
         sim = simulate_graph(g, S, 2, cost).step_ms;
+        // The engine runs every row: DP rank d measured, the others ideal.
+        a.compare(a.mixed([&](int32_t, int64_t r) { return r % dp == d; }, [](int64_t j) { return j; }), sim);
         a.tick();
       }
       attribute(sim, ideal, job, std::to_string(d), res.by_dp_rank, res.by_dp_rank_per_step);
@@ -329,6 +366,11 @@ WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOp
   } else {
     res.notes.push_back(fmt::format("S = {:.4f} is below the attribution threshold {:.4f}: no attribution, no M_W",
                                     res.slowdown, opts.decompose_threshold));
+  }
+  if (programs) {
+    a.check.programs = static_cast<int64_t>(programs->set.programs.size());
+    a.check.instructions = programs->instructions();
+    res.programs_check = a.check;
   }
   return res;
 }

@@ -44,6 +44,11 @@ std::string to_json(const WhatIfResult& r) {
   j["launch_slowdown"] = r.launch_slowdown;
   j["launch_delay_share"] = r.launch_delay_share;
   j["max_resim_error"] = r.max_resim_error;
+  if (r.programs_check) {
+    const ProgramsCheck& c = *r.programs_check;
+    j["programs_check"] = {{"programs", c.programs}, {"instructions", c.instructions}, {"engine_runs", c.runs},
+                           {"max_diff_ms", c.max_diff_ms}};
+  }
   j["attributed"] = r.attributed;
   j["by_dp_rank"] = attribution_json(r.by_dp_rank);
   j["by_stage"] = attribution_json(r.by_stage);
@@ -88,6 +93,11 @@ std::string to_text(const WhatIfResult& r) {
   out += fmt::format("slowdown S = {:.4f}   launch_slowdown = {:.4f}   launch delay share = {:.2f} %   "
                      "re-simulation error max = {:.3f} %\n",
                      r.slowdown, r.launch_slowdown, 100 * r.launch_delay_share, 100 * r.max_resim_error);
+  if (r.programs_check)
+    out += fmt::format("lifted programs: {} ranks, {} instructions, verified; {} engine runs, largest difference from "
+                       "the graph {:.3g} ms\n",
+                       r.programs_check->programs, r.programs_check->instructions, r.programs_check->runs,
+                       r.programs_check->max_diff_ms);
   if (r.attributed) {
     out += fmt::format("M_W = {:.3f} (idealizing {} worker{})   M_S = {:.3f}\n", r.m_w, r.m_w_workers.size(),
                        r.m_w_workers.size() == 1 ? "" : "s", r.m_s);

@@ -17,7 +17,11 @@
 //   op      := "F mb<m> s<s>" | "B mb<m> s<s>" [bucket] | "I mb<m> s<s>" | "W mb<m> s<s>" [bucket]
 //            | "BATCH{" p2p ("; " p2p)* "}"
 //            | "RECORD <event>" | "WAIT <event>" | "UNSHARD s<s>" | "RESHARD s<s>"
-//            | "REDUCE_GRAD s<s>" [bucket] | "OPT_STEP"
+//            | "REDUCE_GRAD s<s>" [bucket] | "OPT_STEP" | "COLLECTIVE " coll " " group
+//   coll    := "ALL_REDUCE" | "ALL_GATHER" | "REDUCE_SCATTER"
+//   group   := <name> "[r<first>" ( "..r<last>" ( ":<stride>" )? )? "]"   (name as a stream name;
+//              members first, first+stride, …, last; stride written only when not 1, last only
+//              when there are two or more members: clip[r0..r63], emb.0[r0..r12:12], solo[r5])
 //   bucket  := "bucket<j>/<k>"  (0 <= j < k, k >= 2; absent = the whole stage, ir.h Bucket;
 //               JSON: "bucket": [j, k])
 //   p2p     := "SEND_F|SEND_B mb<m> s<s> ->r<q>" | "RECV_F|RECV_B mb<m> s<s> <-r<q>"
@@ -69,7 +73,8 @@ bool is_valid_event_name(std::string_view name);   // non-empty printable ASCII,
 // JSON: {"format":"ppstream.programs/1","world":{...},"mode":"hsdp","policy":"async",
 //        "programs":[{"rank":3,"pp_rank":3,"instrs":[{"stream":"compute","op":"B","mb":15,
 //        "stage":7,"text":"r3 compute B mb15 s7"}, {"op":"BATCH","p2p":[{"kind":"SEND_B",
-//        "mb":15,"stage":7,"peer":2}],...}, {"op":"RECORD","event":"..."}]}]}
+//        "mb":15,"stage":7,"peer":2}],...}, {"op":"RECORD","event":"..."},
+//        {"op":"COLLECTIVE","coll":"ALL_REDUCE","group":"clip","first":0,"stride":1,"count":64}]}]}
 // `world.expanded` is a JSON bool; "text" is optional on input but must equal the canonical
 // line when present; unknown keys and keys the op does not use are rejected. parse_json throws
 // ParseError "<origin>: <path>: expected <what>, got <json>", e.g. path programs[2].instrs[17].op,

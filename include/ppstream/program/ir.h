@@ -45,6 +45,9 @@ enum class OpKind : uint8_t {
   I,            // split backward, input-gradient half (dX) of (mb, stage): what SEND_B carries
   W,            // split backward, weight-gradient half (dW) of (mb, stage): accumulates the
                 // parameter grads the stage's reduction sums (names as PyTorch's schedule actions)
+  COLLECTIVE,   // a collective of an explicit, named group (Collective: op type + member ranks),
+                // e.g. a lifted trace's embedding or gradient-norm all-reduce; not emitted by the
+                // compiler (its HSDP collectives are UNSHARD / REDUCE_GRAD)
 };
 
 enum class P2PKind : uint8_t { SEND_F, RECV_F, SEND_B, RECV_B };
@@ -57,6 +60,43 @@ struct P2POp {
   Stage stage;
   Rank peer;
   auto operator<=>(const P2POp&) const = default;
+};
+
+// The op type of a COLLECTIVE instruction (the names NCCL / HCCL give them).
+enum class CollectiveType : uint8_t { ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER };
+
+// What a COLLECTIVE instruction does and with whom: its op type and its group, a name plus the
+// member ranks. The members are a strided rank range, first, first + stride, …, first +
+// (count - 1) · stride (count >= 1, stride >= 1): every group a lifted trace needs is one (a
+// stage's DP ranks, a DP rank's first and last stage, every worker), and a range keeps a group
+// of 16,384 members at 12 bytes. Every member names the group identically (same name, same
+// members); the engine pairs the k-th COLLECTIVE of a group on each member (docs/semantics.md
+// "Named collectives"). Text: `ALL_REDUCE clip[r0..r63]`, `ALL_REDUCE emb.0[r0..r12:12]`.
+struct Collective {
+  CollectiveType op = CollectiveType::ALL_REDUCE;
+  std::string group;   // [a-z][a-z0-9_.]* (the stream-name alphabet)
+  Rank first;          // lowest member
+  int32_t stride = 1;  // >= 1
+  int32_t count = 1;   // >= 1 members
+  Rank member(int32_t j) const { return Rank{first.v + j * stride}; }
+  Rank last() const { return member(count - 1); }
+  // Member index of `r`, or nullopt when `r` is not in the group.
+  std::optional<int32_t> index_of(Rank r) const {
+    if (r.v < first.v || (r.v - first.v) % stride != 0 || (r.v - first.v) / stride >= count) return std::nullopt;
+    return (r.v - first.v) / stride;
+  }
+  bool same_group(const Collective& o) const {
+    return group == o.group && first == o.first && stride == o.stride && count == o.count;
+  }
+  bool operator==(const Collective&) const = default;
+};
+
+// An index into one Program's table of COLLECTIVE specs (Program::collectives), like EventId.
+struct CollectiveId {
+  uint32_t v = 0;
+  constexpr CollectiveId() = default;
+  constexpr explicit CollectiveId(uint32_t x) : v(x) {}
+  auto operator<=>(const CollectiveId&) const = default;
 };
 
 // An index into one Program's table of event names (Program::event_names): a RECORD/WAIT's
@@ -109,6 +149,7 @@ struct Instr {
   EventId event;               // RECORD, WAIT: e.g. "compute_ready[s7]", an id in its Program's event table
   Bucket bucket;               // B, W: the piece of the stage's backward over these layers only;
                                // REDUCE_GRAD: the gradients of these layers only (whole: all)
+  CollectiveId coll;           // COLLECTIVE: an id in its Program's collective table
   bool operator==(const Instr&) const = default;
 };
 
@@ -176,6 +217,7 @@ struct Program {
   std::vector<Instr> instrs;
   std::vector<std::string> stream_names{streams::kWellKnown.begin(), streams::kWellKnown.end()};
   std::vector<std::string> event_names{};  // {}: aggregate initialisation may leave it out
+  std::vector<Collective> collectives{};   // COLLECTIVE specs, indexed by CollectiveId
 
   // The id of `name` in this program's table, appending it on first use. Names are not checked
   // here (the parsers do: is_valid_stream_name in format.h).
@@ -188,8 +230,13 @@ struct Program {
   EventId intern_event(std::string_view name);
   std::optional<EventId> find_event(std::string_view name) const;
   const std::string& event_name(EventId id) const { return event_names.at(id.v); }
-  // Equal when rank, pp_rank and the instructions are, streams and events compared by name (two
-  // tables may list the same names in another order, or hold names no instruction uses).
+  // The id of `c` in the collective table, appending it on first use (linear scan).
+  CollectiveId intern_collective(const Collective& c);
+  // The spec of `id`; std::out_of_range for an id outside the table.
+  const Collective& collective(CollectiveId id) const { return collectives.at(id.v); }
+  // Equal when rank, pp_rank and the instructions are, streams and events compared by name and
+  // collectives by value (two tables may list the same entries in another order, or hold
+  // entries no instruction uses).
   bool operator==(const Program& o) const;
 };
 
@@ -221,6 +268,8 @@ const char* to_string(Placement p);                            // "loop" | "v"
 std::optional<Placement> parse_placement(const std::string& s);
 const char* to_string(OpKind k);
 const char* to_string(P2PKind k);
+const char* to_string(CollectiveType k);  // "ALL_REDUCE" | "ALL_GATHER" | "REDUCE_SCATTER"
+std::optional<CollectiveType> parse_collective_type(const std::string& s);
 const char* to_string(ReducePolicy p);
 const char* to_string(DPMode m);
 std::optional<OpKind> parse_op_kind(const std::string& s);

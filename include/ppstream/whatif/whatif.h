@@ -38,6 +38,19 @@ struct WhatIfOptions {
   std::optional<ReducePolicy> reduce_grad;
   // Called after each simulation with (done, total); may be empty.
   std::function<void(int64_t, int64_t)> progress;
+  // Megatron timelines: also lift the graph into stream programs, verify them, run the engine
+  // on them (`strict-timed`) beside every graph evaluation without launch delays, and report
+  // the largest difference in WhatIfResult::programs_check (docs/whatif.md "Lifting as
+  // programs"). Throws VerifyError when the programs do not verify.
+  bool check_programs = false;
+};
+
+// What check_programs found: the lifted set's size, the engine runs, and the largest
+// |engine step - graph step| over them (ms).
+struct ProgramsCheck {
+  int64_t programs = 0, instructions = 0;
+  int64_t runs = 0;            // engine runs (one per step and cost view)
+  double max_diff_ms = 0;
 };
 
 // One step's times (ms from the step's first op).
@@ -55,6 +68,7 @@ using Attribution = std::map<std::string, double>;  // label → slowdown (DP ra
 
 struct WhatIfResult {
   int32_t dp = 0, pp = 0, vpp = 0;
+  std::optional<ProgramsCheck> programs_check;  // WhatIfOptions::check_programs
   int64_t ops = 0;             // timer ops read and lifted
   int64_t graph_ops = 0;       // ops of the per-step dependency template (all stages, one DP rank)
   double slowdown = 0;         // S = mean nodelay / mean ideal (artifact: blocking_slowdown)

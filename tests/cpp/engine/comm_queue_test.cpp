@@ -161,8 +161,8 @@ TEST(CommQueue, ProfileNamesParseAndAllMeansTheVerificationProfiles) {
     FAIL();
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(),
-                 "platform 'ascend': expected strict, ascend-mindspore, cpu-serial, ascend-mindspore-one-comm-stream "
-                 "or all");
+                 "platform 'ascend': expected strict, ascend-mindspore, cpu-serial, ascend-mindspore-one-comm-stream, "
+                 "strict-timed or all");
   }
 }
 

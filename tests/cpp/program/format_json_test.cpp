@@ -81,7 +81,7 @@ TEST(FormatJson, ValidDocumentHelperParses) {
 TEST(FormatJson, ErrorsNameThePath) {
   const std::string at = "bad.json: programs[1].instrs[1]";
   EXPECT_EQ(json_error(doc_with(R"({"stream":"compute","op":"FWD"})")),
-            at + ".op: expected one of F, B, I, W, BATCH, RECORD, WAIT, UNSHARD, RESHARD, REDUCE_GRAD, OPT_STEP, got \"FWD\"");
+            at + ".op: expected one of F, B, I, W, BATCH, RECORD, WAIT, UNSHARD, RESHARD, REDUCE_GRAD, OPT_STEP, COLLECTIVE, got \"FWD\"");
   EXPECT_EQ(json_error(doc_with(R"({"stream":"compute","op":"F","stage":1})")),
             at + ".mb: expected a value (required key), got nothing");
   EXPECT_EQ(json_error(doc_with(R"({"stream":"compute","op":"F","mb":-1,"stage":1})")),

@@ -243,7 +243,7 @@ TEST(FormatText, InstructionErrorsNameLineAndToken) {
       {"r0 Compute F mb0 s0", "expected a stream name [a-z][a-z0-9_.]*, got 'Compute'"},
       {"r0", "expected a stream name [a-z][a-z0-9_.]*, got end of line"},
       {"r0 compute FWD mb0 s0",
-       "expected an op (F, B, I, W, BATCH, RECORD, WAIT, UNSHARD, RESHARD, REDUCE_GRAD, OPT_STEP), got 'FWD'"},
+       "expected an op (F, B, I, W, BATCH, RECORD, WAIT, UNSHARD, RESHARD, REDUCE_GRAD, OPT_STEP, COLLECTIVE), got 'FWD'"},
       {"r0 compute F mb s0", "expected mb<microbatch> (e.g. mb3), got 'mb'"},
       {"r0 compute F mb99999999999 s0", "expected mb<microbatch> (e.g. mb3), got 'mb99999999999'"},
       {"r0 compute B mb1 stage1", "expected s<stage> (e.g. s7), got 'stage1'"},
