@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -176,6 +177,9 @@ struct AnalysisResult {
   // "own_start" (each rank's positions relative to its own first device slice).
   std::string clock_base = "global";
   std::string to_json() const;
+  // The same bytes as to_json(), written piece by piece (a step's ranks one at a time), so a report
+  // of thousands of ranks is not held as one JSON document.
+  void write_json(std::ostream& out) const;
   std::string to_text() const;
 };
 
