@@ -198,6 +198,9 @@ struct DiffResult {
 };
 
 AnalysisResult analyze(const TraceSet& set, const AnalyzeOptions& opts = {});
+// The same report as analyze() of read_paths(paths), read streaming: each rank's per-rank figures
+// are made right after its file is read and its slices freed, so memory holds about one rank per
+// reader thread, not the set (docs/analyze.md "Streaming"). Throws TraceError as read_paths, then analyze.
 AnalysisResult analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions& opts = {});
 DiffResult diff(const AnalysisResult& baseline, const AnalysisResult& optimized);
 DiffResult diff_paths(const std::vector<std::string>& baseline,
