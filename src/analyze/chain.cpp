@@ -25,10 +25,13 @@ int priority(SliceKind k) {
   }
 }
 
+// A slice of a rank's full timeline (the view keeps a re-read file alive while it is used).
 struct SliceRef {
-  const RankTimeline* tl = nullptr;
+  RankView v;
   size_t index = 0;
-  const Slice& s() const { return tl->slices[index]; }
+  const RankTimeline& tl() const { return *v.tl; }
+  const Slice& s() const { return v.tl->slices[index]; }
+  const std::string& str(uint32_t id) const { return v.strings->str(id); }
 };
 
 // A chain is cut after this many causes (a cycle the seen-set misses, or a pathological trace).
@@ -37,150 +40,40 @@ constexpr int kMaxChainDepth = 16;
 // busy stretch, not a wait chain any more.
 constexpr size_t kMaxQueued = 1000;
 
-using Seen = std::set<std::pair<const RankTimeline*, size_t>>;  // slices already in the chain
+using Seen = std::set<std::pair<int32_t, size_t>>;  // slices already in the chain: (rank, index)
+std::pair<int32_t, size_t> key(const SliceRef& r) { return {r.tl().rank.v, r.index}; }
 
 class Walker {
  public:
   // Positions on the common base of `clocks` (analyze.h ChainLink::at_ms).
-  Walker(const TraceSet& set, const P2PPairs& pairs, const RankClocks& clocks)
-      : set_(set), pairs_(pairs), clocks_(clocks) {
-    tol_ = tolerance(set);
-  }
+  Walker(const P2PPairs& pairs, const RankClocks& clocks, int64_t tol, RankSource& source)
+      : pairs_(pairs), clocks_(clocks), source_(source), tol_(tol) {}
 
+  // `wait` by value: the walk's first step takes it over, so its rank is released when done with.
   WaitChain walk(SliceRef wait) {
     WaitChain c;
     const Slice& w = wait.s();
-    c.rank = wait.tl->rank;
+    c.rank = wait.tl().rank;
     c.stream = stream_name(wait);
     c.wait_ms = ms(w.dur_ns);
-    c.at_ms = at_ms(*wait.tl, w.start_ns);
-    const std::string& ev = set_.strings.str(w.event);
+    c.at_ms = at_ms(wait.tl(), w.start_ns);
+    const std::string& ev = wait.str(w.event);
     link(c, wait, fmt::format("{} waited {:.3f} ms{}", c.stream, c.wait_ms,
                               ev.empty() ? "" : fmt::format(" for event {}", ev)),
          w.dur_ns);
-    Seen seen{{wait.tl, wait.index}};
-    explain_end(c, wait, seen, 0);
+    Seen seen{key(wait)};
+    // Each explanation names the next one (a tail step) instead of recursing, so only the current
+    // step's slices (and the source's cache) are held while the chain crosses ranks.
+    Next next = end(std::move(wait), 0);
+    while (next) {
+      const Step step = std::move(*next);
+      next.reset();
+      next = run(c, step, seen);
+    }
     return c;
   }
 
  private:
-  std::string stream_name(SliceRef r) const { return r.tl->streams[r.s().stream].name; }
-  // " for <event>" of a stream wait that names its event, else "".
-  std::string event_suffix(const Slice& s) const {
-    const std::string& ev = set_.strings.str(s.event);
-    return ev.empty() ? "" : " for " + ev;
-  }
-
-  // A link's position is its own slice's start on the common base (RankClocks), whichever rank it is on.
-  void link(WaitChain& c, SliceRef r, std::string reason, int64_t delay_ns, std::optional<WaitRule> by = {}) {
-    c.links.push_back(ChainLink{r.tl->rank, stream_name(r), set_.strings.str(r.s().name),
-                                std::move(reason), at_ms(*r.tl, r.s().start_ns),
-                                ms(delay_ns), by});
-  }
-
-  std::optional<SliceRef> releaser(const RankTimeline& tl, uint32_t not_stream, int64_t begin,
-                                   int64_t t) const {
-    auto i = detail::releaser(tl, not_stream, begin, t, tol_);
-    if (!i) return std::nullopt;
-    return SliceRef{&tl, *i};
-  }
-
-  // A stream wait on another stream spanning collective `r` (same start and end): the stream
-  // that issued the collective and blocked on it (CommHandle.wait on Ascend).
-  std::optional<SliceRef> issuer_wait(SliceRef r) const {
-    const Slice& c = r.s();
-    for (size_t i = 0; i < r.tl->slices.size(); ++i) {
-      const Slice& s = r.tl->slices[i];
-      if (s.start_ns > c.start_ns + tol_) break;
-      if (s.kind == SliceKind::STREAM_WAIT && s.stream != c.stream && std::llabs(s.start_ns - c.start_ns) <= tol_ &&
-          std::llabs(s.end_ns() - c.end_ns()) <= tol_)
-        return SliceRef{r.tl, i};
-    }
-    return std::nullopt;
-  }
-
-  std::string issued_by(SliceRef r) const {
-    auto w = issuer_wait(r);
-    return w ? fmt::format("; rank {}'s {} stream was blocked in it", r.tl->rank.v, stream_name(*w)) : "";
-  }
-
-  void explain_end(WaitChain& c, SliceRef waiting, Seen& seen,
-                   int depth) {
-    if (depth > kMaxChainDepth) {
-      c.links.push_back(ChainLink{waiting.tl->rank, stream_name(waiting), "",
-                                  fmt::format("chain cut after {} steps", kMaxChainDepth), 0, 0, {}});
-      return;
-    }
-    const Slice& w = waiting.s();
-    const WaitRelease found = wait_releaser(*waiting.tl, waiting.index, tol_);
-    const WaitRule by = found.rule;
-    if (!found.slice || !seen.insert({waiting.tl, *found.slice}).second) {
-      c.links.push_back(ChainLink{waiting.tl->rank, stream_name(waiting), "",
-                                  by == WaitRule::TIMING ? "no slice on another stream ends with it: cause not in the trace"
-                                                         : "no slice of the stream its event was recorded on ends with it: "
-                                                           "cause not in the trace",
-                                  at_ms(*waiting.tl, w.end_ns()), 0, by});
-      return;
-    }
-    const SliceRef rel{waiting.tl, *found.slice};
-    const Slice& s = rel.s();
-    const std::string& group = set_.strings.str(s.group);
-    switch (s.kind) {
-      case SliceKind::STREAM_WAIT:
-        link(c, rel, fmt::format("released when {} stopped waiting{}", stream_name(rel), event_suffix(s)),
-             s.dur_ns, by);
-        explain_end(c, rel, seen, depth + 1);
-        return;
-      case SliceKind::COLLECTIVE:
-        link(c, rel, fmt::format("{} was running a collective{} for {:.3f} ms{}", stream_name(rel),
-                                  group.empty() ? "" : " of group " + group, ms(s.dur_ns), issued_by(rel)),
-             s.dur_ns, by);
-        walk_back(c, rel, seen, depth);
-        return;
-      case SliceKind::P2P: explain_recv(c, rel, seen, depth, by); return;
-      default:
-        link(c, rel, fmt::format("{} was busy ({}) for {:.3f} ms", stream_name(rel),
-                                  to_string(s.kind), ms(s.dur_ns)),
-             s.dur_ns, by);
-        walk_back(c, rel, seen, depth);
-        return;
-    }
-  }
-
-  // Why did `r` start when it did? Walk back over the slices queued right before it on its
-  // stream; a stream wait among them is explained in turn, a gap means the host issued it.
-  void walk_back(WaitChain& c, SliceRef r, Seen& seen, int depth) {
-    const RankTimeline& tl = *r.tl;
-    int64_t start = r.s().start_ns;
-    size_t queued = 0;
-    for (size_t guard = 0; guard < tl.slices.size(); ++guard) {
-      std::optional<SliceRef> prev;
-      for (size_t i = 0; i < tl.slices.size() && tl.slices[i].start_ns <= start; ++i) {
-        const Slice& s = tl.slices[i];
-        if (s.stream != r.s().stream || s.kind == SliceKind::HOST) continue;
-        if (s.end_ns() >= start - tol_ && s.end_ns() <= start + tol_ && s.start_ns < start) prev = SliceRef{&tl, i};
-      }
-      if (!prev && r.s().kind == SliceKind::COLLECTIVE && queued == 0) {
-        // Nothing queued before it on its own (HCCL) stream: follow the stream that issued it.
-        auto w = issuer_wait(r);
-        if (w && seen.insert({w->tl, w->index}).second) {
-          walk_back(c, *w, seen, depth);
-          return;
-        }
-      }
-      if (!prev || !seen.insert({prev->tl, prev->index}).second) return;
-      if (prev->s().kind == SliceKind::STREAM_WAIT) {
-        link(c, *prev, fmt::format("before that (after {} queued slice(s)) rank {}'s {} stream waited {:.3f} ms{}",
-                                   queued, tl.rank.v, stream_name(*prev), ms(prev->s().dur_ns), event_suffix(prev->s())),
-             prev->s().dur_ns);
-        explain_end(c, *prev, seen, depth + 1);
-        return;
-      }
-      if (++queued > kMaxQueued) return;
-      start = prev->s().start_ns;
-    }
-  }
-
   // The send a receive waited for: of the paired sends of the slice's receive ops, the one
   // issued last on the receiver's clock (first of equals).
   struct LateSend {
@@ -189,30 +82,174 @@ class Walker {
     int64_t shift = 0;  // ns from the sender's clock to the receiver's (P2PPairs::clock_shift)
     int64_t late = 0;   // aligned send start − receive start
   };
-  std::optional<LateSend> latest_send(SliceRef recv) const {
+  // What to explain next.
+  struct Step {
+    enum class Kind : uint8_t { END, WALK_BACK, RECV, SEND_START } kind;
+    SliceRef ref;                 // END: a stream wait; WALK_BACK: a slice; RECV: a receive
+    int depth = 0;
+    std::optional<WaitRule> by;   // RECV: the rule that attributed the wait it released
+    std::optional<LateSend> send; // SEND_START: the late send
+    int64_t posted_ns = 0;        // SEND_START: when the receive was posted (receiver's clock)
+  };
+  using Next = std::optional<Step>;
+
+  Next run(WaitChain& c, const Step& s, Seen& seen) {
+    switch (s.kind) {
+      case Step::Kind::END: return explain_end(c, s.ref, seen, s.depth);
+      case Step::Kind::WALK_BACK: return walk_back(c, s.ref, seen, s.depth);
+      case Step::Kind::RECV: return explain_recv(c, s.ref, seen, s.depth, s.by);
+      case Step::Kind::SEND_START: return explain_send_start(c, *s.send, s.posted_ns, seen, s.depth);
+    }
+    return {};
+  }
+  static Step end(SliceRef r, int depth) { return Step{Step::Kind::END, std::move(r), depth, {}, {}, 0}; }
+  static Step back(SliceRef r, int depth) { return Step{Step::Kind::WALK_BACK, std::move(r), depth, {}, {}, 0}; }
+  static Step recv(SliceRef r, int depth, std::optional<WaitRule> by) {
+    return Step{Step::Kind::RECV, std::move(r), depth, by, {}, 0};
+  }
+
+  std::string stream_name(const SliceRef& r) const { return r.tl().streams[r.s().stream].name; }
+  // " for <event>" of a stream wait that names its event, else "".
+  std::string event_suffix(const SliceRef& r) const {
+    const std::string& ev = r.str(r.s().event);
+    return ev.empty() ? "" : " for " + ev;
+  }
+  SliceRef on(const SliceRef& r, size_t index) const { return SliceRef{r.v, index}; }
+
+  // A link's position is its own slice's start on the common base (RankClocks), whichever rank it is on.
+  void link(WaitChain& c, const SliceRef& r, std::string reason, int64_t delay_ns, std::optional<WaitRule> by = {}) {
+    c.links.push_back(ChainLink{r.tl().rank, stream_name(r), r.str(r.s().name), std::move(reason),
+                                at_ms(r.tl(), r.s().start_ns), ms(delay_ns), by});
+  }
+
+  std::optional<SliceRef> releaser(const SliceRef& on_rank, uint32_t not_stream, int64_t begin, int64_t t) const {
+    auto i = detail::releaser(on_rank.tl(), not_stream, begin, t, tol_);
+    if (!i) return std::nullopt;
+    return on(on_rank, *i);
+  }
+
+  // A stream wait on another stream spanning collective `r` (same start and end): the stream
+  // that issued the collective and blocked on it (CommHandle.wait on Ascend).
+  std::optional<SliceRef> issuer_wait(const SliceRef& r) const {
+    const Slice& c = r.s();
+    const auto& slices = r.tl().slices;
+    for (size_t i = 0; i < slices.size(); ++i) {
+      const Slice& s = slices[i];
+      if (s.start_ns > c.start_ns + tol_) break;
+      if (s.kind == SliceKind::STREAM_WAIT && s.stream != c.stream && std::llabs(s.start_ns - c.start_ns) <= tol_ &&
+          std::llabs(s.end_ns() - c.end_ns()) <= tol_)
+        return on(r, i);
+    }
+    return std::nullopt;
+  }
+
+  std::string issued_by(const SliceRef& r) const {
+    auto w = issuer_wait(r);
+    return w ? fmt::format("; rank {}'s {} stream was blocked in it", r.tl().rank.v, stream_name(*w)) : "";
+  }
+
+  Next explain_end(WaitChain& c, const SliceRef& waiting, Seen& seen, int depth) {
+    if (depth > kMaxChainDepth) {
+      c.links.push_back(ChainLink{waiting.tl().rank, stream_name(waiting), "",
+                                  fmt::format("chain cut after {} steps", kMaxChainDepth), 0, 0, {}});
+      return {};
+    }
+    const Slice& w = waiting.s();
+    const WaitRelease found = wait_releaser(waiting.tl(), waiting.index, tol_);
+    const WaitRule by = found.rule;
+    if (!found.slice || !seen.insert({waiting.tl().rank.v, *found.slice}).second) {
+      c.links.push_back(ChainLink{waiting.tl().rank, stream_name(waiting), "",
+                                  by == WaitRule::TIMING ? "no slice on another stream ends with it: cause not in the trace"
+                                                         : "no slice of the stream its event was recorded on ends with it: "
+                                                           "cause not in the trace",
+                                  at_ms(waiting.tl(), w.end_ns()), 0, by});
+      return {};
+    }
+    const SliceRef rel = on(waiting, *found.slice);
+    const Slice& s = rel.s();
+    const std::string& group = rel.str(s.group);
+    switch (s.kind) {
+      case SliceKind::STREAM_WAIT:
+        link(c, rel, fmt::format("released when {} stopped waiting{}", stream_name(rel), event_suffix(rel)),
+             s.dur_ns, by);
+        return end(rel, depth + 1);
+      case SliceKind::COLLECTIVE:
+        link(c, rel, fmt::format("{} was running a collective{} for {:.3f} ms{}", stream_name(rel),
+                                  group.empty() ? "" : " of group " + group, ms(s.dur_ns), issued_by(rel)),
+             s.dur_ns, by);
+        return back(rel, depth);
+      case SliceKind::P2P: return recv(rel, depth, by);
+      default:
+        link(c, rel, fmt::format("{} was busy ({}) for {:.3f} ms", stream_name(rel),
+                                  to_string(s.kind), ms(s.dur_ns)),
+             s.dur_ns, by);
+        return back(rel, depth);
+    }
+  }
+
+  // Why did `r` start when it did? Walk back over the slices queued right before it on its
+  // stream; a stream wait among them is explained in turn, a gap means the host issued it.
+  Next walk_back(WaitChain& c, const SliceRef& r, Seen& seen, int depth) {
+    const RankTimeline& tl = r.tl();
+    int64_t start = r.s().start_ns;
+    size_t queued = 0;
+    for (size_t guard = 0; guard < tl.slices.size(); ++guard) {
+      std::optional<size_t> prev_i;
+      for (size_t i = 0; i < tl.slices.size() && tl.slices[i].start_ns <= start; ++i) {
+        const Slice& s = tl.slices[i];
+        if (s.stream != r.s().stream || s.kind == SliceKind::HOST) continue;
+        if (s.end_ns() >= start - tol_ && s.end_ns() <= start + tol_ && s.start_ns < start) prev_i = i;
+      }
+      if (!prev_i && r.s().kind == SliceKind::COLLECTIVE && queued == 0) {
+        // Nothing queued before it on its own (HCCL) stream: follow the stream that issued it.
+        auto w = issuer_wait(r);
+        if (w && seen.insert(key(*w)).second) return back(*w, depth);
+      }
+      if (!prev_i || !seen.insert({tl.rank.v, *prev_i}).second) return {};
+      const SliceRef prev = on(r, *prev_i);
+      if (prev.s().kind == SliceKind::STREAM_WAIT) {
+        link(c, prev, fmt::format("before that (after {} queued slice(s)) rank {}'s {} stream waited {:.3f} ms{}",
+                                  queued, tl.rank.v, stream_name(prev), ms(prev.s().dur_ns), event_suffix(prev)),
+             prev.s().dur_ns);
+        return end(prev, depth + 1);
+      }
+      if (++queued > kMaxQueued) return {};
+      start = prev.s().start_ns;
+    }
+    return {};
+  }
+
+  std::optional<LateSend> latest_send(const SliceRef& recv) const {
     const Slice& r = recv.s();
-    std::optional<LateSend> best;
+    std::optional<OpRef> best_op;
+    int64_t best_shift = 0, best_late = 0;
     for (size_t k = 0; k < r.p2p.size(); ++k) {
       if (r.p2p[k].dir != P2PDir::RECV) continue;
-      auto q = pairs_.peer(*recv.tl, recv.index, k);
+      auto q = pairs_.peer(recv.tl().rank, recv.index, k);
       if (!q) continue;
-      const int64_t shift = pairs_.clock_shift(q->tl->rank, recv.tl->rank, r.p2p[k].phase);
+      const int64_t shift = pairs_.clock_shift(q->rank->rank, recv.tl().rank, r.p2p[k].phase);
       const int64_t late = q->s().start_ns + shift - r.start_ns;
-      if (!best || late > best->late) best = LateSend{SliceRef{q->tl, q->slice}, q->tl->rank.v, shift, late};
+      if (!best_op || late > best_late) {
+        best_op = q;
+        best_shift = shift;
+        best_late = late;
+      }
     }
-    return best;
+    if (!best_op) return std::nullopt;
+    const Rank peer = best_op->rank->rank;
+    return LateSend{SliceRef{source_.view(peer), best_op->s().index}, peer.v, best_shift, best_late};
   }
 
   // A P2P receive released the wait: the send it waited for, whether that send was late (by
   // more than the tolerance), and if so why it started when it did.
-  void explain_recv(WaitChain& c, SliceRef recv, Seen& seen, int depth, std::optional<WaitRule> by = {}) {
+  Next explain_recv(WaitChain& c, const SliceRef& recv, Seen& seen, int depth, std::optional<WaitRule> by) {
     const Slice& r = recv.s();
     const auto send = latest_send(recv);
     if (!send) {
       link(c, recv, r.p2p.empty() ? "P2P transfer; the trace does not name the peer"
                                   : "receive whose matching send is not in the loaded traces",
            r.dur_ns, by);
-      return;
+      return {};
     }
     const int32_t peer = send->peer;
     if (send->late <= tol_) {
@@ -220,85 +257,82 @@ class Walker {
                                 "took {:.3f} ms",
                                 peer, ms(r.end_ns() - std::max(r.start_ns, send->send.s().start_ns + send->shift))),
            r.dur_ns, by);
-      return;
+      return {};
     }
     link(c, recv, fmt::format("receive from rank {} was ready only when rank {}'s send ran", peer, peer),
          r.dur_ns, by);
     link(c, send->send, fmt::format("rank {}'s send was issued {:.3f} ms after rank {} posted the receive",
-                                    peer, ms(send->late), recv.tl->rank.v),
+                                    peer, ms(send->late), recv.tl().rank.v),
          send->late);
-    if (!seen.insert({send->send.tl, send->send.index}).second) return;
-    explain_send_start(c, *send, r.start_ns, seen, depth);
+    if (!seen.insert(key(send->send)).second) return {};
+    return Step{Step::Kind::SEND_START, {}, depth, {}, std::move(send), r.start_ns};
   }
 
   // Why did a late send start when it did? Its own stream was waiting (a stream wait ending at
   // its start), or else the host issued it only after something else finished.
-  void explain_send_start(WaitChain& c, const LateSend& send, int64_t posted_ns, Seen& seen, int depth) {
-    const RankTimeline& ptl = *send.send.tl;
+  Next explain_send_start(WaitChain& c, const LateSend& send, int64_t posted_ns, Seen& seen, int depth) {
+    const RankTimeline& ptl = send.send.tl();
     const Slice& snd = send.send.s();
-    std::optional<SliceRef> before;  // the last slice of the send's stream ending at its start
+    std::optional<size_t> before_i;  // the last slice of the send's stream ending at its start
     for (size_t i = 0; i < ptl.slices.size(); ++i) {
       const Slice& s = ptl.slices[i];
       if (s.start_ns > snd.start_ns) break;
       if (i == send.send.index || s.stream != snd.stream) continue;
-      if (s.end_ns() >= snd.start_ns - tol_ && s.end_ns() <= snd.start_ns + tol_) before = SliceRef{&ptl, i};
+      if (s.end_ns() >= snd.start_ns - tol_ && s.end_ns() <= snd.start_ns + tol_) before_i = i;
     }
-    if (before && before->s().kind == SliceKind::STREAM_WAIT && seen.insert({before->tl, before->index}).second) {
-      link(c, *before, fmt::format("rank {}'s {} stream waited {:.3f} ms{} before the send", send.peer,
-                                   stream_name(*before), ms(before->s().dur_ns), event_suffix(before->s())),
-           before->s().dur_ns);
-      explain_end(c, *before, seen, depth + 1);
-      return;
+    if (before_i && ptl.slices[*before_i].kind == SliceKind::STREAM_WAIT && seen.insert({ptl.rank.v, *before_i}).second) {
+      const SliceRef before = on(send.send, *before_i);
+      link(c, before, fmt::format("rank {}'s {} stream waited {:.3f} ms{} before the send", send.peer,
+                                  stream_name(before), ms(before.s().dur_ns), event_suffix(before)),
+           before.s().dur_ns);
+      return end(before, depth + 1);
     }
-    explain_late_issue(c, send, posted_ns, seen, depth);
+    return explain_late_issue(c, send, posted_ns, seen, depth);
   }
 
   // Issued late by the host: the last thing finishing on another stream of the sender, between
   // the receive's posting (on the sender's clock) and the send's issue, explained by its kind.
-  void explain_late_issue(WaitChain& c, const LateSend& send, int64_t posted_ns, Seen& seen, int depth) {
-    const RankTimeline& ptl = *send.send.tl;
+  Next explain_late_issue(WaitChain& c, const LateSend& send, int64_t posted_ns, Seen& seen, int depth) {
+    const RankTimeline& ptl = send.send.tl();
     const Slice& snd = send.send.s();
     const int32_t peer = send.peer;
     const int64_t off = send.shift;
-    auto rel = releaser(ptl, snd.stream, posted_ns - off, snd.start_ns);
-    if (!rel || !seen.insert({rel->tl, rel->index}).second) {
+    auto rel = releaser(send.send, snd.stream, posted_ns - off, snd.start_ns);
+    if (!rel || !seen.insert(key(*rel)).second) {
       c.links.push_back(ChainLink{ptl.rank, stream_name(send.send), "",
                                   "host issued the send late; nothing in the trace explains it",
                                   at_ms(ptl, snd.start_ns), 0, {}});
-      return;
+      return {};
     }
     const Slice& s = rel->s();
     switch (s.kind) {
       case SliceKind::STREAM_WAIT:
         link(c, *rel, fmt::format("rank {}'s {} stream was waiting{} until the send could be issued", peer,
-                                  stream_name(*rel), event_suffix(s)),
+                                  stream_name(*rel), event_suffix(*rel)),
              s.dur_ns);
-        explain_end(c, *rel, seen, depth + 1);
-        return;
+        return end(*rel, depth + 1);
       case SliceKind::COLLECTIVE: {
-        const std::string& g = set_.strings.str(s.group);
+        const std::string& g = rel->str(s.group);
         link(c, *rel, fmt::format("rank {}'s {} stream was running a collective{} ({:.3f} ms) until the "
                                   "send could be issued{}",
                                   peer, stream_name(*rel), g.empty() ? "" : " of group " + g, ms(s.dur_ns), issued_by(*rel)),
              s.dur_ns);
-        walk_back(c, *rel, seen, depth + 1);
-        return;
+        return back(*rel, depth + 1);
       }
-      case SliceKind::P2P: explain_recv(c, *rel, seen, depth + 1); return;
+      case SliceKind::P2P: return recv(*rel, depth + 1, {});
       default:
         link(c, *rel, fmt::format("rank {}'s {} stream was busy ({}) until the send could be issued", peer,
                                   stream_name(*rel), to_string(s.kind)),
              s.dur_ns);
-        walk_back(c, *rel, seen, depth + 1);
-        return;
+        return back(*rel, depth + 1);
     }
   }
 
-  const TraceSet& set_;
   const P2PPairs& pairs_;
   const RankClocks& clocks_;
+  RankSource& source_;
   double at_ms(const RankTimeline& tl, int64_t t_ns) const { return clocks_.at_ms(tl.rank, t_ns); }
-  int64_t tol_;
+  const int64_t tol_;
 };
 
 }  // namespace
@@ -371,29 +405,30 @@ WaitRelease wait_releaser(const RankTimeline& tl, size_t wait, int64_t tol) {
           WaitRule::STREAM};
 }
 
-std::vector<WaitChain> wait_chains(const TraceSet& set, const P2PPairs& pairs, int64_t lo, int64_t hi,
-                                   size_t count, const RankClocks& clocks) {
+std::vector<WaitChain> wait_chains(const std::vector<RankDigest>& ranks, const P2PPairs& pairs, int64_t lo,
+                                   int64_t hi, size_t count, const RankClocks& clocks, int64_t tol,
+                                   RankSource& source) {
   // Compute-stream waits are the pipeline stalls; a P2P stream idling until its producer's
   // event fires is not, so other streams' waits are used only when compute never waits.
-  std::vector<SliceRef> waits, other;
-  for (const auto& tl : set.ranks) {
-    if (tl.streams.empty()) continue;
-    const uint32_t cs = compute_stream(tl);
-    for (size_t i = 0; i < tl.slices.size(); ++i) {
-      const Slice& s = tl.slices[i];
-      if (s.kind == SliceKind::STREAM_WAIT && s.dur_ns > 0 && s.start_ns >= lo && s.start_ns < hi) {
-        (s.stream == cs ? waits : other).push_back({&tl, i});
-      }
+  struct Candidate {
+    Rank rank;
+    const WaitCandidate* w;
+  };
+  std::vector<Candidate> waits, other;
+  for (const auto& d : ranks) {
+    for (const auto& w : d.waits) {
+      if (w.start_ns >= lo && w.start_ns < hi) (w.on_compute ? waits : other).push_back({d.rank, &w});
     }
   }
   if (waits.empty()) waits = std::move(other);
-  std::sort(waits.begin(), waits.end(), [](const SliceRef& a, const SliceRef& b) {
-    return a.s().dur_ns != b.s().dur_ns ? a.s().dur_ns > b.s().dur_ns : a.tl->rank < b.tl->rank;
+  std::sort(waits.begin(), waits.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.w->dur_ns != b.w->dur_ns) return a.w->dur_ns > b.w->dur_ns;
+    return a.rank != b.rank ? a.rank < b.rank : a.w->index < b.w->index;
   });
   if (waits.size() > count) waits.resize(count);
-  Walker walker(set, pairs, clocks);
+  Walker walker(pairs, clocks, tol, source);
   std::vector<WaitChain> out;
-  for (const auto& w : waits) out.push_back(walker.walk(w));
+  for (const auto& w : waits) out.push_back(walker.walk(SliceRef{source.view(w.rank), w.w->index}));
   return out;
 }
 

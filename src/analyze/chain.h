@@ -7,6 +7,7 @@
 
 #include "clocks.h"
 #include "p2p_pairs.h"
+#include "rank_source.h"
 #include "ppstream/analyze/analyze.h"
 
 namespace ppstream::analyze::detail {
@@ -48,20 +49,12 @@ struct WaitRelease {
 WaitRelease wait_releaser(const RankTimeline& tl, size_t wait, int64_t tol);
 
 // Chains for the `count` longest waits on the ranks' compute streams (all streams' waits when
-// no compute stream waits) starting in [lo, hi); positions by `clocks`.
-// Receives are paired with sends by `pairs`.
-std::vector<WaitChain> wait_chains(const TraceSet& set, const P2PPairs& pairs, int64_t lo, int64_t hi,
-                                   size_t count, const RankClocks& clocks);
-
-// Which slices of a rank a metric covers: all, or those of the chosen steps (Slice::step).
-struct StepSelection {
-  const std::vector<bool>* steps = nullptr;  // by index into RankTimeline::steps; null: every slice
-  const StepMarker* marker = nullptr;        // one step: its marker (host step time)
-  bool contains(const Slice& s) const { return steps == nullptr || (s.step && (*steps)[*s.step]); }
-};
-
-// pp_wait_ms per receiving P2P slice = matched − start (`pairs`), its whole duration when unpaired.
-RankMetrics rank_metrics(const TraceSet& set, const P2PPairs& pairs, const RankTimeline& tl, const StepSelection& sel,
-                         std::vector<P2PWait>* waits, const RankClocks& clocks);
+// no compute stream waits) starting in [lo, hi), from the ranks' candidates (RankDigest::waits,
+// `ranks` sorted by rank; the longest first, then by rank, then by slice index); positions by
+// `clocks`, receives paired with sends by `pairs`, `tol` the set's tolerance. The walk reads the
+// full timelines of the ranks it visits from `source`.
+std::vector<WaitChain> wait_chains(const std::vector<RankDigest>& ranks, const P2PPairs& pairs, int64_t lo,
+                                   int64_t hi, size_t count, const RankClocks& clocks, int64_t tol,
+                                   RankSource& source);
 
 }  // namespace ppstream::analyze::detail

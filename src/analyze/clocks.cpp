@@ -10,25 +10,18 @@
 namespace ppstream::analyze::detail {
 namespace {
 
-std::optional<int64_t> first_start(const RankTimeline& tl) {
-  for (const auto& s : tl.slices) {
-    if (s.kind != SliceKind::HOST) return s.start_ns;
-  }
-  return std::nullopt;
-}
-
 // Offsets from P2P pairs: rank r's time + offset[r] is the lowest rank's clock of its connected
 // set (breadth-first over channels, the lowest-numbered channel first); false when a rank is
 // not reached.
-bool p2p_offsets(const TraceSet& set, const P2PPairs& pairs, std::map<int32_t, int64_t>& offset) {
-  if (set.ranks.empty()) return true;
+bool p2p_offsets(const std::vector<RankDigest>& ranks, const P2PPairs& pairs, std::map<int32_t, int64_t>& offset) {
+  if (ranks.empty()) return true;
   std::multimap<int32_t, std::pair<int32_t, int64_t>> edges;  // rank → (peer, ns from rank's clock to peer's)
   for (const auto& [snd, rcv, shift] : pairs.channel_shifts()) {
     edges.emplace(snd, std::pair{rcv, shift});
     edges.emplace(rcv, std::pair{snd, -shift});
   }
-  std::deque<int32_t> todo{set.ranks.front().rank.v};
-  offset[set.ranks.front().rank.v] = 0;
+  std::deque<int32_t> todo{ranks.front().rank.v};
+  offset[ranks.front().rank.v] = 0;
   while (!todo.empty()) {
     const int32_t r = todo.front();
     todo.pop_front();
@@ -41,7 +34,7 @@ bool p2p_offsets(const TraceSet& set, const P2PPairs& pairs, std::map<int32_t, i
       todo.push_back(peer);
     }
   }
-  return std::all_of(set.ranks.begin(), set.ranks.end(), [&](const RankTimeline& tl) { return offset.count(tl.rank.v) > 0; });
+  return std::all_of(ranks.begin(), ranks.end(), [&](const RankDigest& d) { return offset.count(d.rank.v) > 0; });
 }
 
 }  // namespace
@@ -56,27 +49,27 @@ const char* to_string(ClockBase b) {
   return "?";
 }
 
-RankClocks::RankClocks(const TraceSet& set, const P2PPairs& pairs) {
-  const bool all_base = !set.ranks.empty() && std::all_of(set.ranks.begin(), set.ranks.end(),
-                                                          [](const RankTimeline& tl) { return tl.base_ns.has_value(); });
-  if (set.global_clock || set.ranks.size() <= 1) {
+RankClocks::RankClocks(const std::vector<RankDigest>& ranks, bool global_clock, const P2PPairs& pairs) {
+  const bool all_base = !ranks.empty() && std::all_of(ranks.begin(), ranks.end(),
+                                                      [](const RankDigest& d) { return d.base_ns.has_value(); });
+  if (global_clock || ranks.size() <= 1) {
     base_ = ClockBase::GLOBAL;
   } else if (all_base) {
     base_ = ClockBase::BASE_TIME;
-    const int64_t lowest = std::min_element(set.ranks.begin(), set.ranks.end(), [](const auto& a, const auto& b) {
+    const int64_t lowest = std::min_element(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) {
                              return *a.base_ns < *b.base_ns;
                            })->base_ns.value();
-    for (const auto& tl : set.ranks) offset_[tl.rank.v] = *tl.base_ns - lowest;
-  } else if (p2p_offsets(set, pairs, offset_)) {
+    for (const auto& d : ranks) offset_[d.rank.v] = *d.base_ns - lowest;
+  } else if (p2p_offsets(ranks, pairs, offset_)) {
     base_ = ClockBase::P2P;
   } else {
     base_ = ClockBase::OWN_START;
     offset_.clear();
-    for (const auto& tl : set.ranks) offset_[tl.rank.v] = -first_start(tl).value_or(0);
+    for (const auto& d : ranks) offset_[d.rank.v] = -d.first_start_ns.value_or(0);
   }
   int64_t o = std::numeric_limits<int64_t>::max();
-  for (const auto& tl : set.ranks) {
-    if (auto f = first_start(tl)) o = std::min(o, *f + offset_[tl.rank.v]);
+  for (const auto& d : ranks) {
+    if (auto f = d.first_start_ns) o = std::min(o, *f + offset_[d.rank.v]);
   }
   origin_ = o == std::numeric_limits<int64_t>::max() ? 0 : o;
 }

@@ -22,7 +22,8 @@ const char* to_string(ClockBase b);  // "global", "base_time", "p2p", "own_start
 
 class RankClocks {
  public:
-  RankClocks(const TraceSet& set, const P2PPairs& pairs);
+  // `ranks` sorted by rank; `global_clock` as TraceSet::global_clock.
+  RankClocks(const std::vector<RankDigest>& ranks, bool global_clock, const P2PPairs& pairs);
   // `t_ns` on rank `r`'s clock as ms after the origin of the common base (>= 0 for every slice).
   double at_ms(Rank r, int64_t t_ns) const;
   ClockBase base() const { return base_; }

@@ -27,7 +27,7 @@ std::vector<std::pair<size_t, size_t>> pair_by_op(const std::vector<OpRef>& sv, 
   std::map<P2POp, size_t> used;
   std::vector<std::pair<size_t, size_t>> out;
   for (size_t i = 0; i < sv.size(); ++i) {
-    const P2POp want = mirror_of(op_of(sv[i]), sv[i].tl->rank);
+    const P2POp want = mirror_of(op_of(sv[i]), sv[i].rank->rank);
     auto it = waiting.find(want);
     size_t& n = used[want];
     if (it == waiting.end() || n >= it->second.size()) continue;  // its receive is outside the trace
@@ -38,7 +38,7 @@ std::vector<std::pair<size_t, size_t>> pair_by_op(const std::vector<OpRef>& sv, 
 
 // FIFO per channel holds within what a trace orders: two sends on one sender stream that go to
 // one receiver stream must be received in the order they were sent.
-void check_fifo(const TraceSet& set, const std::tuple<int32_t, int32_t, char>& ch, const std::vector<OpRef>& sv,
+void check_fifo(const StringTable& strings, const std::tuple<int32_t, int32_t, char>& ch, const std::vector<OpRef>& sv,
                 const std::vector<OpRef>& rv, const std::vector<std::pair<size_t, size_t>>& matched) {
   std::map<std::pair<uint32_t, uint32_t>, std::pair<size_t, size_t>> last;  // streams → last pair
   for (auto [i, j] : matched) {
@@ -53,10 +53,10 @@ void check_fifo(const TraceSet& set, const std::tuple<int32_t, int32_t, char>& c
           "{}: P2P channel r{}->r{} ({}): r{} sent '{}' ('{}') before '{}' ('{}') on stream {}, but r{} "
           "received '{}' ('{}') before '{}' ('{}') on stream {}: the traces' per-channel op order is "
           "inconsistent with FIFO matching",
-          r1.tl->source, std::get<0>(ch), std::get<1>(ch), std::get<2>(ch), s0.tl->rank.v, to_text(op_of(s0)),
-          set.strings.str(s0.s().name), to_text(op_of(s1)), set.strings.str(s1.s().name),
-          s0.tl->streams[s0.s().stream].name, r0.tl->rank.v, to_text(op_of(r1)), set.strings.str(r1.s().name),
-          to_text(op_of(r0)), set.strings.str(r0.s().name), r0.tl->streams[r0.s().stream].name));
+          r1.rank->source, std::get<0>(ch), std::get<1>(ch), std::get<2>(ch), s0.rank->rank.v, to_text(op_of(s0)),
+          strings.str(s0.s().name), to_text(op_of(s1)), strings.str(s1.s().name), s0.rank->streams[s0.s().stream],
+          r0.rank->rank.v, to_text(op_of(r1)), strings.str(r1.s().name), to_text(op_of(r0)),
+          strings.str(r0.s().name), r0.rank->streams[r0.s().stream]));
     }
     last[key] = {i, j};
   }
@@ -64,16 +64,17 @@ void check_fifo(const TraceSet& set, const std::tuple<int32_t, int32_t, char>& c
 
 }  // namespace
 
-P2PPairs::P2PPairs(const TraceSet& set) : global_(set.global_clock) {
+P2PPairs::P2PPairs(const std::vector<RankDigest>& ranks, const StringTable& strings, bool global_clock)
+    : global_(global_clock) {
   std::map<Channel, std::vector<OpRef>> sends, recvs;
-  for (const auto& tl : set.ranks) {
-    for (size_t i = 0; i < tl.slices.size(); ++i) {
-      const auto& parts = tl.slices[i].p2p;
-      if (!parts.empty()) peers_[{tl.rank.v, i}].resize(parts.size());
+  for (const auto& d : ranks) {
+    for (size_t i = 0; i < d.p2p.size(); ++i) {
+      const auto& parts = d.p2p[i].p2p;
+      if (!parts.empty()) peers_[{d.rank.v, d.p2p[i].index}].resize(parts.size());
       for (size_t k = 0; k < parts.size(); ++k) {
         const P2PPart& p = parts[k];
-        if (p.dir == P2PDir::SEND) sends[{tl.rank.v, p.peer.v, p.phase}].push_back({&tl, i, k});
-        else recvs[{p.peer.v, tl.rank.v, p.phase}].push_back({&tl, i, k});
+        if (p.dir == P2PDir::SEND) sends[{d.rank.v, p.peer.v, p.phase}].push_back({&d, i, k});
+        else recvs[{p.peer.v, d.rank.v, p.phase}].push_back({&d, i, k});
       }
     }
   }
@@ -84,7 +85,7 @@ P2PPairs::P2PPairs(const TraceSet& set) : global_(set.global_clock) {
     std::vector<std::pair<size_t, size_t>> matched;  // (index in sv, index in rv)
     if (has_ops(sv) && has_ops(rv)) {
       matched = pair_by_op(sv, rv);
-      check_fifo(set, ch, sv, rv, matched);
+      check_fifo(strings, ch, sv, rv, matched);
     } else {
       for (size_t n = 0; n < std::min(sv.size(), rv.size()); ++n) matched.emplace_back(n, n);
     }
@@ -92,8 +93,8 @@ P2PPairs::P2PPairs(const TraceSet& set) : global_(set.global_clock) {
     for (auto [i, j] : matched) {
       const OpRef& snd = sv[i];
       const OpRef& rcv = rv[j];
-      peers_[{snd.tl->rank.v, snd.slice}][snd.part] = rcv;
-      peers_[{rcv.tl->rank.v, rcv.slice}][rcv.part] = snd;
+      peers_[{snd.rank->rank.v, snd.s().index}][snd.part] = rcv;
+      peers_[{rcv.rank->rank.v, rcv.s().index}][rcv.part] = snd;
       d.push_back(rcv.s().end_ns() - snd.s().end_ns());
     }
     if (!global_ && !d.empty()) {
@@ -103,8 +104,8 @@ P2PPairs::P2PPairs(const TraceSet& set) : global_(set.global_clock) {
   }
 }
 
-std::optional<OpRef> P2PPairs::peer(const RankTimeline& tl, size_t slice, size_t part) const {
-  auto it = peers_.find({tl.rank.v, slice});
+std::optional<OpRef> P2PPairs::peer(Rank r, size_t slice, size_t part) const {
+  auto it = peers_.find({r.v, slice});
   if (it == peers_.end() || part >= it->second.size()) return std::nullopt;
   return it->second[part];
 }
@@ -123,13 +124,12 @@ std::vector<std::tuple<int32_t, int32_t, int64_t>> P2PPairs::channel_shifts() co
   return out;
 }
 
-std::optional<int64_t> P2PPairs::matched_ns(const RankTimeline& tl, size_t slice) const {
-  const Slice& s = tl.slices[slice];
+std::optional<int64_t> P2PPairs::matched_ns(Rank r, const P2PRecord& s) const {
   std::optional<int64_t> m;
   for (size_t k = 0; k < s.p2p.size(); ++k) {
-    auto q = peer(tl, slice, k);
+    auto q = peer(r, s.index, k);
     if (!q) continue;
-    const int64_t t = q->s().start_ns + clock_shift(q->tl->rank, tl.rank, s.p2p[k].phase);
+    const int64_t t = q->s().start_ns + clock_shift(q->rank->rank, r, s.p2p[k].phase);
     m = std::max(m.value_or(s.start_ns), std::max(s.start_ns, t));
   }
   return m;

@@ -27,7 +27,7 @@ unsigned reader_threads() {
   return static_cast<unsigned>(n);
 }
 
-void merge_file_set(TraceSet&& part, TraceSet& set) {
+std::vector<uint32_t> merge_file_set(TraceSet&& part, TraceSet& set) {
   std::vector<uint32_t> id(part.strings.size());
   for (size_t i = 0; i < id.size(); ++i) id[i] = set.strings.intern(part.strings.str(static_cast<uint32_t>(i)));
   // The reader names the first kNamedDroppedEvents dropped events of the set, during the scan,
@@ -60,23 +60,53 @@ void merge_file_set(TraceSet&& part, TraceSet& set) {
   }
   std::sort(set.ranks.begin(), set.ranks.end(),
             [](const RankTimeline& a, const RankTimeline& b) { return a.rank < b.rank; });
+  return id;
 }
 
 namespace {
 
-// One file's result: its own set, or the error reading it threw.
+// One file's result: its own set (and its ranks' digests when streaming), or the error reading it threw.
 struct FileResult {
   std::unique_ptr<TraceSet> set;
+  std::vector<RankDigest> digests;
   std::exception_ptr error;
   bool done = false;
 };
+
+// Reads one file into a set of its own, digested when `digester` is given.
+FileResult read_one(const std::string& path, FileDigester* digester) {
+  FileResult r;
+  if (digester) digester->begin();
+  try {
+    r.set = std::make_unique<TraceSet>();
+    read_chrome_trace(path, *r.set);
+  } catch (...) {
+    if (digester) digester->abandon();
+    r.set.reset();
+    r.error = std::current_exception();
+  }
+  if (r.set && digester) r.digests = digester->digest(*r.set);
+  r.done = true;
+  return r;
+}
+
+// Merges one file's result into `set` (read_chrome_files), throwing its error.
+void merge_result(FileResult&& r, TraceSet& set, std::vector<RankDigest>* digests) {
+  if (r.error) std::rethrow_exception(r.error);
+  const auto id = merge_file_set(std::move(*r.set), set);
+  if (!digests) return;
+  for (auto& d : r.digests) {
+    remap_strings(d, id);
+    digests->push_back(std::move(d));
+  }
+}
 
 // Workers claim files in list order, at most `window` ahead of the merge; the caller's thread
 // merges each file as soon as it and every file before it are read.
 class ParallelRead {
  public:
-  ParallelRead(const std::vector<std::string>& files, unsigned threads)
-      : files_(files), results_(files.size()), window_(threads + 1) {
+  ParallelRead(const std::vector<std::string>& files, unsigned threads, FileDigester* digester)
+      : files_(files), results_(files.size()), window_(threads + 1), digester_(digester) {
     for (unsigned t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
   }
   ~ParallelRead() {
@@ -88,7 +118,7 @@ class ParallelRead {
     for (auto& w : workers_) w.join();
   }
 
-  void merge_all(TraceSet& set) {
+  void merge_all(TraceSet& set, std::vector<RankDigest>* digests) {
     for (size_t i = 0; i < files_.size(); ++i) {
       FileResult r;
       {
@@ -98,8 +128,7 @@ class ParallelRead {
         merged_ = i + 1;
       }
       cv_.notify_all();
-      if (r.error) std::rethrow_exception(r.error);
-      merge_file_set(std::move(*r.set), set);
+      merge_result(std::move(r), set, digests);
     }
   }
 
@@ -113,15 +142,7 @@ class ParallelRead {
         if (stop_ || next_ >= files_.size()) return;
         i = next_++;
       }
-      FileResult r;
-      try {
-        r.set = std::make_unique<TraceSet>();
-        read_chrome_trace(files_[i], *r.set);
-      } catch (...) {
-        r.set.reset();
-        r.error = std::current_exception();
-      }
-      r.done = true;
+      FileResult r = read_one(files_[i], digester_);
       {
         std::lock_guard<std::mutex> lock(mu_);
         results_[i] = std::move(r);
@@ -133,6 +154,7 @@ class ParallelRead {
   const std::vector<std::string>& files_;
   std::vector<FileResult> results_;
   const size_t window_;
+  FileDigester* const digester_;
   std::mutex mu_;
   std::condition_variable cv_;
   size_t next_ = 0, merged_ = 0;
@@ -142,14 +164,18 @@ class ParallelRead {
 
 }  // namespace
 
-void read_chrome_files(const std::vector<std::string>& files, TraceSet& set, unsigned threads) {
+void read_chrome_files(const std::vector<std::string>& files, TraceSet& set, unsigned threads,
+                       FileDigester* digester, std::vector<RankDigest>* digests) {
   threads = std::min<unsigned>(threads, static_cast<unsigned>(files.size()));
   if (threads <= 1) {
-    for (const auto& f : files) read_chrome_trace(f, set);
+    for (const auto& f : files) {
+      if (digester) merge_result(read_one(f, digester), set, digests);
+      else read_chrome_trace(f, set);
+    }
     return;
   }
-  ParallelRead read(files, threads);
-  read.merge_all(set);
+  ParallelRead read(files, threads, digester);
+  read.merge_all(set, digests);
 }
 
 }  // namespace ppstream::analyze::detail

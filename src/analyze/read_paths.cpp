@@ -93,14 +93,16 @@ void expand(const fs::path& p, std::vector<Input>& out) {
   else out.push_back({ends_with(path, ".csv") ? Input::CSV : Input::JSON, path});
 }
 
-// Reads the inputs in order; each run of consecutive JSON files goes to the parallel reader.
-void read_inputs(const std::vector<Input>& inputs, TraceSet& set, unsigned threads) {
+// Reads the inputs in order; each run of consecutive JSON files goes to the parallel reader (with
+// `digester` when given).
+void read_inputs(const std::vector<Input>& inputs, TraceSet& set, unsigned threads, detail::FileDigester* digester,
+                 std::vector<detail::RankDigest>* digests) {
   for (size_t i = 0; i < inputs.size();) {
     const Input& in = inputs[i];
     if (in.kind == Input::JSON) {
       std::vector<std::string> run;
       for (; i < inputs.size() && inputs[i].kind == Input::JSON; ++i) run.push_back(inputs[i].path);
-      detail::read_chrome_files(run, set, threads);
+      detail::read_chrome_files(run, set, threads, digester, digests);
       continue;
     }
     switch (in.kind) {
@@ -128,16 +130,41 @@ void read_paths(const std::vector<std::string>& paths, TraceSet& set) {
   read_paths(paths, set, detail::reader_threads());
 }
 
-void read_paths(const std::vector<std::string>& paths, TraceSet& set, unsigned threads) {
+namespace {
+
+// Reads `paths` into `set` (read_paths), the JSON runs through `digester` unless an input is a
+// directory whose joins edit slices after the last file. Returns whether the digester was used.
+bool read_all(const std::vector<std::string>& paths, TraceSet& set, unsigned threads, detail::FileDigester* digester,
+              std::vector<detail::RankDigest>* digests) {
   if (paths.empty()) throw TraceError("analyze: no input path given");
   std::vector<Input> inputs;
   for (const auto& p : paths) expand(fs::path(p), inputs);
-  read_inputs(inputs, set, threads);
+  if (std::any_of(inputs.begin(), inputs.end(),
+                  [](const Input& in) { return in.kind == Input::ASCEND_DIR || in.kind == Input::TRAIN_RUN_DIR; })) {
+    digester = nullptr;
+  }
+  read_inputs(inputs, set, threads, digester, digests);
   resolve_comm_links(set);
   if (set.ranks.empty() && set.step_trace.empty() && set.comm_ops.empty()) {
     throw TraceError(fmt::format("{}: no device lanes, step-trace rows or communication ops found",
                                  paths.front()));
   }
+  return digester != nullptr;
 }
+
+}  // namespace
+
+void read_paths(const std::vector<std::string>& paths, TraceSet& set, unsigned threads) {
+  read_all(paths, set, threads, nullptr, nullptr);
+}
+
+namespace detail {
+
+bool read_paths_digested(const std::vector<std::string>& paths, TraceSet& set, unsigned threads,
+                         FileDigester& digester, std::vector<RankDigest>& digests) {
+  return read_all(paths, set, threads, &digester, &digests);
+}
+
+}  // namespace detail
 
 }  // namespace ppstream::analyze

@@ -1,7 +1,11 @@
 // JSON and text renderings of analysis and diff results (units in every key/column name).
 #include <fmt/format.h>
 
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
 
 #include "ppstream/analyze/analyze.h"
 
@@ -55,17 +59,76 @@ json rank_json(const RankMetrics& m) {
   return j;
 }
 
-json step_json(const StepMetrics& s) {
-  json ranks = json::array();
-  for (const auto& r : s.ranks) ranks.push_back(rank_json(r));
-  return {{"step", s.step ? json(*s.step) : json(nullptr)},
-          {"window", s.window},
-          {"step_time_ms", s.step_time_ms},
-          {"span_ms", s.span_ms},
-          {"bubble_ratio", s.bubble_ratio},
-          {"reduce_exposed_ms", s.reduce_exposed_ms},
-          {"reduce_overlap_ratio", opt(s.reduce_overlap_ratio)},
-          {"ranks", ranks}};
+// Writes a document piece by piece in json::dump(2)'s layout, so that a report of many ranks is
+// never held whole as a json tree: an object's members in key order (nlohmann's std::map), each
+// small value dumped on its own and re-indented to its depth (JSON strings hold no raw newline).
+class JsonOut {
+ public:
+  explicit JsonOut(std::ostream& out) : out_(out) {}
+  using Writer = std::function<void(JsonOut&, int level)>;
+  using Members = std::map<std::string, Writer>;
+
+  void value(const json& j, int level) {
+    const std::string text = j.dump(2, ' ', false, json::error_handler_t::replace);  // names may not be UTF-8
+    std::string pad(1, '\n');
+    pad.append(static_cast<size_t>(2 * level), ' ');
+    size_t from = 0;
+    for (size_t nl; (nl = text.find('\n', from)) != std::string::npos; from = nl + 1) {
+      out_.write(text.data() + from, static_cast<std::streamsize>(nl - from));
+      out_ << pad;
+    }
+    out_.write(text.data() + from, static_cast<std::streamsize>(text.size() - from));
+  }
+  void object(const Members& members, int level) {
+    if (members.empty()) {
+      out_ << "{}";
+      return;
+    }
+    const std::string pad(static_cast<size_t>(2 * (level + 1)), ' ');
+    bool first = true;
+    for (const auto& [key, write] : members) {
+      out_ << (first ? "{\n" : ",\n") << pad << json(key).dump(-1, ' ', false, json::error_handler_t::replace) << ": ";
+      write(*this, level + 1);
+      first = false;
+    }
+    out_ << "\n" << std::string(static_cast<size_t>(2 * level), ' ') << "}";
+  }
+  template <typename Item>
+  void array(size_t n, const Item& item, int level) {
+    if (n == 0) {
+      out_ << "[]";
+      return;
+    }
+    const std::string pad(static_cast<size_t>(2 * (level + 1)), ' ');
+    for (size_t i = 0; i < n; ++i) {
+      out_ << (i == 0 ? "[\n" : ",\n") << pad;
+      item(i, level + 1);
+    }
+    out_ << "\n" << std::string(static_cast<size_t>(2 * level), ' ') << "]";
+  }
+
+ private:
+  std::ostream& out_;
+};
+
+// A member whose value is dumped whole.
+JsonOut::Writer whole(json j) {
+  return [j = std::move(j)](JsonOut& o, int level) { o.value(j, level); };
+}
+
+// One step's object, its ranks one at a time.
+void write_step(JsonOut& o, const StepMetrics& s, int level) {
+  o.object({{"step", whole(s.step ? json(*s.step) : json(nullptr))},
+            {"window", whole(s.window)},
+            {"step_time_ms", whole(s.step_time_ms)},
+            {"span_ms", whole(s.span_ms)},
+            {"bubble_ratio", whole(s.bubble_ratio)},
+            {"reduce_exposed_ms", whole(s.reduce_exposed_ms)},
+            {"reduce_overlap_ratio", whole(opt(s.reduce_overlap_ratio))},
+            {"ranks", [&s](JsonOut& out, int l) {
+               out.array(s.ranks.size(), [&](size_t i, int li) { out.value(rank_json(s.ranks[i]), li); }, l);
+             }}},
+           level);
 }
 
 std::string ratio_text(const std::optional<double>& r) {
@@ -75,22 +138,32 @@ std::string ratio_text(const std::optional<double>& r) {
 }  // namespace
 
 std::string AnalysisResult::to_json() const {
-  json j;
-  j["sources"] = sources;
-  j["clock_base"] = clock_base;
-  j["selected_step"] = selected_step ? json(*selected_step) : json(nullptr);
-  j["total"] = step_json(total);
-  json st = json::array();
-  for (const auto& s : steps) st.push_back(step_json(s));
-  j["steps"] = st;
-  j["hta_window"] = hta_window ? step_json(*hta_window) : json(nullptr);
-  j["dropped_events"] = dropped_events;
+  std::ostringstream out;
+  write_json(out);
+  return out.str();
+}
+
+void AnalysisResult::write_json(std::ostream& out) const {
+  JsonOut o(out);
+  JsonOut::Members j;
+  j["sources"] = whole(sources);
+  j["clock_base"] = whole(clock_base);
+  j["selected_step"] = whole(selected_step ? json(*selected_step) : json(nullptr));
+  j["total"] = [this](JsonOut& w, int level) { write_step(w, total, level); };
+  j["steps"] = [this](JsonOut& w, int level) {
+    w.array(steps.size(), [&](size_t i, int l) { write_step(w, steps[i], l); }, level);
+  };
+  j["hta_window"] = [this](JsonOut& w, int level) {
+    if (hta_window) write_step(w, *hta_window, level);
+    else w.value(nullptr, level);
+  };
+  j["dropped_events"] = whole(dropped_events);
   json w = json::array();
   for (const auto& p : longest_pp_waits) {
     w.push_back({{"rank", p.rank.v}, {"stream", p.stream}, {"name", p.name}, {"start_ms", p.start_ms}, {"wait_ms", p.wait_ms},
                  {"transfer_ms", p.transfer_ms}, {"paired", p.paired}});
   }
-  j["longest_pp_waits"] = w;
+  j["longest_pp_waits"] = whole(std::move(w));
   json ch = json::array();
   for (const auto& c : chains) {
     json links = json::array();
@@ -99,14 +172,14 @@ std::string AnalysisResult::to_json() const {
                        {"at_ms", l.at_ms}, {"delay_ms", l.delay_ms},
                        {"attributed_by", l.attributed_by ? json(to_string(*l.attributed_by)) : json(nullptr)}});
     }
-    ch.push_back({{"rank", c.rank.v}, {"stream", c.stream}, {"wait_ms", c.wait_ms}, {"at_ms", c.at_ms}, {"links", links}});
+    ch.push_back({{"rank", c.rank.v}, {"stream", c.stream}, {"wait_ms", c.wait_ms}, {"at_ms", c.at_ms}, {"links", std::move(links)}});
   }
-  j["chains"] = ch;
+  j["chains"] = whole(std::move(ch));
   json v = json::array();
   for (const auto& f : vendor) {
     v.push_back({{"source", f.source}, {"producer", f.producer}, {"scope", f.scope}, {"column", f.column}, {"value_ms", f.value_ms}});
   }
-  j["vendor_step_trace"] = v;
+  j["vendor_step_trace"] = whole(std::move(v));
   json co = json::array();
   for (const auto& c : comm_ops) {
     co.push_back({{"source", c.source}, {"group", c.group}, {"step", c.step}, {"op", c.op}, {"rank", c.rank},
@@ -115,7 +188,7 @@ std::string AnalysisResult::to_json() const {
                   {"sync_ratio", c.sync_ratio}, {"lane_group", c.lane_group}, {"lane_bytes", c.lane_bytes},
                   {"lane_ms", opt(c.lane_ms)}});
   }
-  j["comm_ops"] = co;
+  j["comm_ops"] = whole(std::move(co));
   json cl = json::array();
   for (const auto& c : comm_links) {
     cl.push_back({{"source", c.source}, {"rank", c.rank}, {"step", c.step}, {"kind", c.kind}, {"op", c.op},
@@ -123,34 +196,35 @@ std::string AnalysisResult::to_json() const {
                   {"ranks", c.src_global ? "global" : "group-local"}, {"transport", c.transport}, {"size_mb", c.size_mb},
                   {"time_ms", c.time_ms}, {"bandwidth_gbps", c.bandwidth_gbps}, {"lane_ms", opt(c.lane_ms)}});
   }
-  j["comm_links"] = cl;
+  j["comm_links"] = whole(std::move(cl));
   json sk = json::array();
   for (const auto& x : skews) {
     sk.push_back({{"group", x.group}, {"op", x.op}, {"ordinal", x.ordinal}, {"ranks", x.ranks},
                   {"first_rank", x.first_rank.v}, {"last_rank", x.last_rank.v}, {"skew_ms", x.skew_ms}});
   }
-  j["collective_skews"] = sk;
+  j["collective_skews"] = whole(std::move(sk));
   json sr = json::array();
   for (const auto& x : slow_ranks) {
     sr.push_back({{"group", x.group}, {"rank", x.rank.v}, {"instances", x.instances}, {"last", x.last},
                   {"late_ms", x.late_ms}, {"caused_wait_ms", x.caused_wait_ms}});
   }
-  j["slow_ranks"] = sr;
+  j["slow_ranks"] = whole(std::move(sr));
   json sc = json::array();
   for (const auto& x : straggler_chain) {
     sc.push_back({{"waiter", x.waiter.v}, {"group", x.group}, {"op", x.op}, {"ordinal", x.ordinal},
                   {"waited_for", x.waited_for.v}, {"wait_ms", x.wait_ms}});
   }
-  j["straggler_chain"] = sc;
+  j["straggler_chain"] = whole(std::move(sc));
   json pm = json::array();
   for (const auto& m : producer_metrics) {  // a malformed object would dump as "<discarded>": leave it out
     json parsed = json::parse(m, nullptr, false);
     if (!parsed.is_discarded()) pm.push_back(std::move(parsed));
   }
-  j["producer_metrics"] = pm;
-  j["notes"] = notes;
-  return j.dump(2, ' ', false, json::error_handler_t::replace);  // names from traces may not be UTF-8
+  j["producer_metrics"] = whole(std::move(pm));
+  j["notes"] = whole(notes);
+  o.object(j, 0);
 }
+
 
 std::string AnalysisResult::to_text() const {
   std::string out;

@@ -12,32 +12,14 @@ namespace {
 
 double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
-// One collective op on one rank (HCCL-stream tasks named after their op fold into it).
-struct Arrival {
-  Rank rank;
-  uint32_t name = 0;
-  int64_t start_ns = 0, end_ns = 0;
-};
-
 using Key = std::pair<uint32_t, int64_t>;  // (group, ordinal)
 
-// Per group, each rank's collective ops in start order; a slice with the same name as the
-// previous op of the group that starts inside it is part of that op.
-std::map<Key, std::vector<Arrival>> instances(const TraceSet& set, std::optional<int64_t> step) {
+// The instances: the k-th op of each group (RankDigest::collectives) on every rank, members in
+// rank order.
+std::map<Key, std::vector<Arrival>> instances(const std::vector<RankDigest>& ranks) {
   std::map<Key, std::vector<Arrival>> out;
-  for (const auto& tl : set.ranks) {
-    std::map<uint32_t, std::vector<Arrival>> by_group;
-    for (const auto& s : tl.slices) {
-      if (s.kind != SliceKind::COLLECTIVE || s.group == 0) continue;
-      if (step && (!s.step || tl.steps[*s.step].step != *step)) continue;
-      auto& ops = by_group[s.group];
-      if (!ops.empty() && ops.back().name == s.name && s.start_ns < ops.back().end_ns) {
-        ops.back().end_ns = std::max(ops.back().end_ns, s.end_ns());
-        continue;
-      }
-      ops.push_back(Arrival{tl.rank, s.name, s.start_ns, s.end_ns()});
-    }
-    for (const auto& [g, ops] : by_group) {
+  for (const auto& d : ranks) {
+    for (const auto& [g, ops] : d.collectives) {
       for (size_t k = 0; k < ops.size(); ++k) out[{g, static_cast<int64_t>(k)}].push_back(ops[k]);
     }
   }
@@ -74,9 +56,8 @@ const std::pair<const Key, std::vector<Arrival>>* previous(const std::map<Key, s
 
 }  // namespace
 
-void stragglers(const TraceSet& set, std::optional<int64_t> step, AnalysisResult& r) {
-  const auto inst = instances(set, step);
-  const int64_t tol = tolerance(set);
+void stragglers(const std::vector<RankDigest>& ranks, const StringTable& strings, int64_t tol, AnalysisResult& r) {
+  const auto inst = instances(ranks);
   std::map<std::pair<uint32_t, int32_t>, SlowRank> slow;
   const std::pair<const Key, std::vector<Arrival>>* worst = nullptr;
   int64_t worst_skew = -1;
@@ -84,7 +65,7 @@ void stragglers(const TraceSet& set, std::optional<int64_t> step, AnalysisResult
     const auto& [key, members] = kv;
     auto [first, last] = first_last(members);
     const int64_t skew = dur(*first) - dur(*last);
-    r.skews.push_back(CollectiveSkew{set.strings.str(key.first), set.strings.str(first->name), key.second,
+    r.skews.push_back(CollectiveSkew{strings.str(key.first), strings.str(first->name), key.second,
                                      members.size(), first->rank, last->rank, ms(skew)});
     if (skew > worst_skew) {
       worst_skew = skew;
@@ -92,7 +73,7 @@ void stragglers(const TraceSet& set, std::optional<int64_t> step, AnalysisResult
     }
     for (const auto& a : members) {
       auto& sr = slow[{key.first, a.rank.v}];
-      sr.group = set.strings.str(key.first);
+      sr.group = strings.str(key.first);
       sr.rank = a.rank;
       ++sr.instances;
       sr.late_ms += ms(dur(*first) - dur(a));
@@ -119,7 +100,7 @@ void stragglers(const TraceSet& set, std::optional<int64_t> step, AnalysisResult
     if (mine == cur->second.end()) break;
     const int64_t wait = dur(*mine) - dur(*last);
     if (last->rank == waiter || wait <= tol) break;  // it arrived last there: its lateness is its own
-    r.straggler_chain.push_back(StragglerLink{waiter, set.strings.str(cur->first.first), set.strings.str(mine->name),
+    r.straggler_chain.push_back(StragglerLink{waiter, strings.str(cur->first.first), strings.str(mine->name),
                                               cur->first.second, last->rank, ms(wait)});
     waiter = last->rank;
     cur = previous(inst, waiter, last->start_ns, cur->first, tol);

@@ -24,7 +24,12 @@ void register_analyze(CLI::App& app, int& exit_code) {
     analyze::AnalyzeOptions opts;
     opts.step = a->step;
     auto r = analyze::analyze_paths(a->paths, opts);
-    std::cout << (a->json ? r.to_json() + "\n" : r.to_text());
+    if (a->json) {
+      r.write_json(std::cout);
+      std::cout << "\n";
+    } else {
+      std::cout << r.to_text();
+    }
     exit_code = 0;
   });
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -176,6 +177,9 @@ struct AnalysisResult {
   // "own_start" (each rank's positions relative to its own first device slice).
   std::string clock_base = "global";
   std::string to_json() const;
+  // The same bytes as to_json(), written piece by piece (a step's ranks one at a time), so a report
+  // of thousands of ranks is not held as one JSON document.
+  void write_json(std::ostream& out) const;
   std::string to_text() const;
 };
 
@@ -194,6 +198,9 @@ struct DiffResult {
 };
 
 AnalysisResult analyze(const TraceSet& set, const AnalyzeOptions& opts = {});
+// The same report as analyze() of read_paths(paths), read streaming: each rank's per-rank figures
+// are made right after its file is read and its slices freed, so memory holds about one rank per
+// reader thread, not the set (docs/analyze.md "Streaming"). Throws TraceError as read_paths, then analyze.
 AnalysisResult analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions& opts = {});
 DiffResult diff(const AnalysisResult& baseline, const AnalysisResult& optimized);
 DiffResult diff_paths(const std::vector<std::string>& baseline,

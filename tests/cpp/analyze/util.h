@@ -39,6 +39,13 @@ inline std::filesystem::path temp_dir(const std::string& name) {
   return d;
 }
 
+// One Kineto complete event on pid 0, tid 7; `args` is the text inside its args object.
+inline std::string kineto_event(const std::string& cat, const std::string& name, double ts, double dur,
+                                const std::string& args) {
+  return R"({"ph":"X","cat":")" + cat + R"(","name":")" + name + R"(","pid":0,"tid":7,"ts":)" + std::to_string(ts) +
+         R"(,"dur":)" + std::to_string(dur) + R"(,"args":{)" + args + "}}";
+}
+
 inline std::string write_file(const std::filesystem::path& p, const std::string& text) {
   std::filesystem::create_directories(p.parent_path());
   std::ofstream(p) << text;
