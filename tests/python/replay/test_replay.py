@@ -157,9 +157,13 @@ def test_config_runs_checked_in_program_order(tmp_path, name):
     kw = CONFIGS[name]
     cfg = write(tmp_path, config_text(**kw))
     steps = 2 if name == "1f1b-fsdp-straggler" else 1  # one config also runs a second step
-    res = run([cfg, "--json", "--timeout", "60", "--steps", str(steps), "--trace", str(tmp_path)] + policy_args(kw))
+    # ... and issues ahead of the step (--issue ahead); the others in it (the default).
+    issue = "ahead" if name == "1f1b-fsdp-straggler" else "in-step"
+    res = run([cfg, "--json", "--timeout", "60", "--steps", str(steps), "--trace", str(tmp_path)] + policy_args(kw) +
+              (["--issue", issue] if issue != "in-step" else []))
     assert res.returncode == 0, res.stderr[-3000:]
     doc = json.loads(res.stdout)
+    assert doc["replay"]["issue"] == issue
     sim = json.loads(cli("simulate", cfg, "--cluster", "--json", *policy_args(kw)))
     # simulate --json's shape for the measured figures; the simulated half is simulate's own.
     measured = {k: v for k, v in doc.items() if k not in ("simulated", "replay")}
