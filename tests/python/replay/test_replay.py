@@ -10,6 +10,7 @@ docs/replay.md, "Tests"."""
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -351,6 +352,10 @@ def test_calibrated_runtime_keys_are_written_and_read_back(tmp_path):
         line = next(l for l in lines if l.startswith(f"  {key}:"))
         assert lines[lines.index(line) - 1].strip().startswith(comment), (key, out)
         assert 0 < float(line.split(":")[1]) < 1000, line
+        if key != "host_issue_ms":
+            # The mean excess over the mean, E[(X - mean)+]: between 0 and the mean for X >= 0.
+            excess = re.search(r"E\[\(X - mean\)\+\][^:]*: ([0-9.]+)", lines[lines.index(line) - 1])
+            assert excess and 0 <= float(excess.group(1)) <= float(line.split(":")[1]), (key, out)
     cal = write(tmp_path, text.split("cost:")[0] + "cost:" + out.split("cost:", 1)[1], name="cal.yaml")
     read = _without_wall(json.loads(cli("simulate", cal, "--cluster", "--json")))
     for key in comments:
