@@ -27,9 +27,14 @@ the split is the median repeat's. Asserts nothing; exits 0 unless a run fails.
 
     nice -n 10 python3 bench/host_issue_agreement.py [--ppstream PATH] [--steps N] [--repeat R]
         [--keys k1,k2,...] [--no-calibrate] [--only NAME...] [--np 4|8] [--json OUT]
+        [--issue in-step|ahead] [--comm-time model|real]
 
 --no-calibrate runs the configs as written (their own p2p_latency_ms 1-2 ms, alpha 0.01-1 ms).
-The lead's quiet-window command (about 5 minutes): see docs/replay.md.
+--issue and --comm-time are passed to replay (defaults in-step, model); with --comm-time real the
+calibrated configs also get the calibration's zero bandwidths. The summary line per process
+count also counts the waits below resolution; each calibration line prints calibrate's mean
+excess over the mean (docs/replay.md, "The mean floor's bias").
+The lead's quiet-window command (about 4 minutes): see docs/replay.md.
 """
 import argparse
 import json
