@@ -128,9 +128,10 @@ std::string fit_comment(const CollFit& f, const char* group) {
 std::string p2p_latency_lines(const std::optional<RuntimeOverhead>& over, int peer, double lat) {
   if (over && over->batches > 0)
     return fmt::format("  # measured: replay's own P2P time, matched -> end, replayed with the communication model zero: "
-                       "mean of {} BATCHes (median {:.6f}); MPI's alone, 8-byte ping-pong r0 <-> r{}, median of {} "
-                       "one-way times: {:.6f}\n  p2p_latency_ms: {:.6f}\n",
-                       over->batches, over->p2p_median_ms, peer, kReps, lat, over->p2p_mean_ms);
+                       "mean of {} BATCHes (median {:.6f}; mean excess over the mean, E[(X - mean)+], which replay "
+                       "still adds to a transfer floored here: {:.6f}); MPI's alone, 8-byte ping-pong r0 <-> r{}, "
+                       "median of {} one-way times: {:.6f}\n  p2p_latency_ms: {:.6f}\n",
+                       over->batches, over->p2p_median_ms, over->p2p_excess_ms, peer, kReps, lat, over->p2p_mean_ms);
   return fmt::format("  # measured: 8-byte ping-pong r0 <-> r{}, median of {} one-way times\n  p2p_latency_ms: {:.6f}\n",
                      peer, kReps, lat);
 }
@@ -184,10 +185,11 @@ int run_calibrate(const PipelineConfig& cfg) {
                          "  collective_alpha_ms: {}\n", c.collective_alpha_ms);
     else if (over && over->collectives > 0)
       out += fmt::format("  # measured: replay's own time per ring step of a collective, (end - last arrival) / ring steps, "
-                         "replayed with the communication model zero: mean of {} (median {:.6f}); MPI's alone, the median "
+                         "replayed with the communication model zero: mean of {} (median {:.6f}; mean excess over the "
+                         "mean, E[(X - mean)+]: {:.6f}); MPI's alone, the median "
                          "of the {} per-step latencies above: {:.6f}\n  collective_alpha_ms: {:.6f}\n",
-                         over->collectives, over->collective_step_median_ms, alphas.size(), alphas[alphas.size() / 2],
-                         over->collective_step_mean_ms);
+                         over->collectives, over->collective_step_median_ms, over->collective_step_excess_ms,
+                         alphas.size(), alphas[alphas.size() / 2], over->collective_step_mean_ms);
     else
       out += fmt::format("  # measured: median of the {} per-step latencies above (the model has one alpha)\n"
                          "  collective_alpha_ms: {:.6f}\n", alphas.size(), alphas[alphas.size() / 2]);

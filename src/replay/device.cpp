@@ -31,13 +31,21 @@ StepResult Device::run_step(int32_t step, double t0_ms, double deadline_ms) {
   fired_.assign(prog_.instrs.size(), kNotYet);
   errors_.clear();
   checks_ = {};
-  // The threads start before the step (streams block on their empty queues, the host sleeps to
-  // t0), so that creating them is not part of the step: a device's queues exist before work.
+  // The threads start before the step (streams sleep to t0, then block on their queues), so
+  // that creating them is not part of the step: a device's queues exist before work. The host
+  // issues from t0, or (issue_ahead) at once, during the lead: its stamps are then the elapsed
+  // time of its own issuing, so each instruction is issued in device time exactly when the
+  // host would have issued it from t0, but the burst of every rank's host is over before the
+  // step's transfers need the CPU (docs/replay.md, "Host issue and overhead").
   std::vector<std::thread> threads;
-  for (size_t s = 0; s < streams_.size(); ++s) threads.emplace_back([this, s] { run_stream(s); });
+  for (size_t s = 0; s < streams_.size(); ++s)
+    threads.emplace_back([this, s, t0_ms] {
+      sleep_until_ms(t0_ms);
+      run_stream(s);
+    });
   std::thread host_thread([this, t0_ms] {
-    sleep_until_ms(t0_ms);
-    host();
+    if (!opts_.issue_ahead) sleep_until_ms(t0_ms);
+    host(now_ms());
   });
   sleep_until_ms(t0_ms);
   StepResult r;
@@ -56,7 +64,7 @@ StepResult Device::run_step(int32_t step, double t0_ms, double deadline_ms) {
   return r;
 }
 
-void Device::host() {
+void Device::host(double host_start_ms) {
   const auto n = static_cast<int32_t>(prog_.instrs.size());
   const bool faulty = opts_.fault.kind != Fault::Kind::NONE && opts_.fault.rank == prog_.rank.v;
   for (int32_t k = 0; k < n; ++k) {
@@ -66,7 +74,7 @@ void Device::host() {
     }
     Stream& s = *streams_[static_cast<size_t>(plan_.instrs[static_cast<size_t>(k)].stream)];
     std::lock_guard lock(s.mu);
-    timing_[static_cast<size_t>(k)].issue_ms = now();
+    timing_[static_cast<size_t>(k)].issue_ms = now_ms() - host_start_ms;
     s.queue.push_back(k);
     s.cv.notify_one();
   }

@@ -61,7 +61,8 @@ class Device {
     double last_end_ms = 0;            // end of the previous instruction on the stream
   };
 
-  void host();
+  // Issues the program in order; each stamp is the time since `host_start_ms` (absolute).
+  void host(double host_start_ms);
   void run_stream(size_t s);
   void execute(int32_t k);
   void compute(int32_t k);

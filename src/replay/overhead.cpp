@@ -12,6 +12,12 @@ double mean(const std::vector<double>& v) {
   for (double x : v) s += x;
   return v.empty() ? 0.0 : s / static_cast<double>(v.size());
 }
+// E[(x − mean)+] over v: the mean of max(0, x − m).
+double excess_over(const std::vector<double>& v, double m) {
+  double s = 0;
+  for (double x : v) s += std::max(0.0, x - m);
+  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+}
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
@@ -42,9 +48,11 @@ RuntimeOverhead overhead_of(const ProgramSet& set, const EngineResult& run, cons
   o.host_issue_ms = median(per_rank_h);
   o.p2p_mean_ms = mean(p2p);
   o.p2p_median_ms = median(p2p);
+  o.p2p_excess_ms = excess_over(p2p, o.p2p_mean_ms);
   o.batches = static_cast<int64_t>(p2p.size());
   o.collective_step_mean_ms = mean(coll);
   o.collective_step_median_ms = median(coll);
+  o.collective_step_excess_ms = excess_over(coll, o.collective_step_mean_ms);
   o.collectives = static_cast<int64_t>(coll.size());
   return o;
 }

@@ -24,12 +24,18 @@ struct RuntimeOverhead {
   double host_issue_ms = 0;
   double p2p_mean_ms = 0;         // per BATCH: end − matched (the later of its and its mirrors' posts)
   double p2p_median_ms = 0;
+  // Per BATCH: max(0, (end − matched) − p2p_mean_ms), the mean over BATCHes. What replay, whose
+  // transfers end at max(real completion, matched + model), still adds on average to a transfer
+  // floored at the mean: E[(X − E[X])+], which a deterministic key cannot carry (half the mean
+  // absolute deviation).
+  double p2p_excess_ms = 0;
   int64_t batches = 0;
   // Per collective (UNSHARD, REDUCE_GRAD): (end − the last member's arrival) / ring steps, where
   // ring steps = (shard − 1) for UNSHARD, (shard − 1) + 2·(replicate − 1) for REDUCE_GRAD — the
   // step counts of the model's alpha terms (sim/cost_model.h).
   double collective_step_mean_ms = 0;
   double collective_step_median_ms = 0;
+  double collective_step_excess_ms = 0;  // per ring step, as p2p_excess_ms: E[(X − mean)+]
   int64_t collectives = 0;
   int64_t longest_program = 0;    // instructions of the longest rank program
   ReducePolicy policy = ReducePolicy::NONE;

@@ -235,8 +235,9 @@ std::string settings_json(const ReplayOptions& o, int np, const std::vector<Redu
   const std::string compute = o.compute == ComputeMode::GEMM
                                   ? fmt::format(R"({{"mode":"gemm","gemm_n":{},"gemm_ms":{}}})", o.gemm_n, gemm_ms)
                                   : std::string(R"({"mode":"sleep"})");
-  return fmt::format(R"({{"processes":{},"steps":{},"max_buffer_bytes":{},"comm_time":"{}","poll_us":{},"mpi_thread":"funneled","clock":"CLOCK_REALTIME","compute":{},"checks":{{{}}}}})",
-                     np, o.steps, o.max_buffer_bytes, o.comm_time == CommTime::MODEL ? "model" : "real", o.poll_us, compute, per);
+  return fmt::format(R"({{"processes":{},"steps":{},"max_buffer_bytes":{},"comm_time":"{}","poll_us":{},"issue":"{}","mpi_thread":"funneled","clock":"CLOCK_REALTIME","compute":{},"checks":{{{}}}}})",
+                     np, o.steps, o.max_buffer_bytes, o.comm_time == CommTime::MODEL ? "model" : "real", o.poll_us,
+                     o.issue_ahead ? "ahead" : "in-step", compute, per);
 }
 
 }  // namespace

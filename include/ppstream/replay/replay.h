@@ -43,6 +43,12 @@ struct ReplayOptions {
   int64_t max_buffer_bytes = 65536;    // cap on every P2P / collective buffer (scale documented)
   CommTime comm_time = CommTime::MODEL;
   double poll_us = 50;                 // progress thread sleep between MPI_Testsome rounds
+  // false (default): the host issues the step's program from the step's start, in the step.
+  // true (--issue ahead): during the lead before the start, each stamp still the elapsed time of
+  // its own issuing (the simulator's host model: the k-th instruction at the host's cumulative
+  // cost), so every rank's issue burst is over before the step's transfers need the shared
+  // cores (docs/replay.md, "Host issue and overhead").
+  bool issue_ahead = false;
   ComputeMode compute = ComputeMode::SLEEP;
   int32_t gemm_n = 128;                // GEMM: matrix side (doubles)
   Fault fault;

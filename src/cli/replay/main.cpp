@@ -33,7 +33,7 @@ void configure(CLI::App* cmd, int& exit_code, int argc, char** argv) {
   struct Args {
     ConfigArgs config;
     replay::ReplayOptions o;
-    std::string comm_time = "model", compute = "sleep", fault, hostfile;
+    std::string comm_time = "model", compute = "sleep", issue = "in-step", fault, hostfile;
     int32_t np = 0;
     bool calibrate = false;
   };
@@ -56,6 +56,10 @@ void configure(CLI::App* cmd, int& exit_code, int argc, char** argv) {
       ->check(CLI::IsMember({"sleep", "gemm"}));
   cmd->add_option("--gemm-n", args->o.gemm_n, "gemm: matrix side (n x n doubles)")->check(CLI::Range(8, 4096));
   cmd->add_option("--poll-us", args->o.poll_us, "progress thread sleep between MPI_Testsome rounds (µs)")->check(CLI::Range(1.0, 100000.0));
+  cmd->add_option("--issue", args->issue,
+                  "in-step (default): the host issues each step's program from the step's start; ahead: before the "
+                  "step starts, each instruction stamped with its own issue time")
+      ->check(CLI::IsMember({"ahead", "in-step"}));
   cmd->add_flag("--calibrate", args->calibrate, "measure P2P and collective costs here; print a cost: section");
   cmd->add_option("--fault", args->fault, "testing: hang:rN (rank N stops issuing) or die:rN (rank N is killed)");
   cmd->callback([args, all, &exit_code] {
@@ -66,6 +70,7 @@ void configure(CLI::App* cmd, int& exit_code, int argc, char** argv) {
     args->o.comm_time = args->comm_time == "real" ? replay::CommTime::REAL : replay::CommTime::MODEL;
     args->o.compute = args->compute == "gemm" ? replay::ComputeMode::GEMM : replay::ComputeMode::SLEEP;
     args->o.fault = parse_fault(args->fault);
+    args->o.issue_ahead = args->issue == "ahead";
     const PipelineConfig cfg = ca.load();
     if (replay::under_launcher()) {
       exit_code = args->calibrate ? replay::run_calibrate(cfg) : replay::run_worker(cfg, args->o);

@@ -237,7 +237,12 @@ TEST(ReplayOverhead, FiguresOfAMeasuredStep) {
   EXPECT_NEAR(o.host_issue_ms, 0.04, 1e-12);  // h of ranks 0..7 is 0.01..0.08: the lower middle
   ASSERT_GT(one + more, 0);
   EXPECT_EQ(o.batches, one + more);
-  EXPECT_NEAR(o.p2p_mean_ms, static_cast<double>(one + 3 * more) / static_cast<double>(one + more), 1e-12);
+  const double p2p_mean = static_cast<double>(one + 3 * more) / static_cast<double>(one + more);
+  EXPECT_NEAR(o.p2p_mean_ms, p2p_mean, 1e-12);
+  // Only the 3 ms BATCHes exceed the mean (1 < mean < 3 when both kinds occur): more·(3 − mean) / all.
+  ASSERT_GT(one, 0);
+  ASSERT_GT(more, 0);
+  EXPECT_NEAR(o.p2p_excess_ms, static_cast<double>(more) * (3.0 - p2p_mean) / static_cast<double>(one + more), 1e-12);
   ASSERT_GT(reduces, 0);
   ASSERT_GT(unshards, 0);
   EXPECT_EQ(o.collectives, reduces + unshards);
@@ -247,6 +252,10 @@ TEST(ReplayOverhead, FiguresOfAMeasuredStep) {
                   static_cast<double>(reduces + unshards),
               1e-12);
   EXPECT_DOUBLE_EQ(o.collective_step_median_ms, reduces > unshards ? 2.0 : 1.5);
+  // Only the reductions' 2 ms per step exceed the mean (between 1.5 and 2).
+  EXPECT_NEAR(o.collective_step_excess_ms,
+              static_cast<double>(reduces) * (2.0 - o.collective_step_mean_ms) / static_cast<double>(reduces + unshards),
+              1e-12);
   size_t longest = 0;
   for (const Program& p : set.programs) longest = std::max(longest, p.instrs.size());
   EXPECT_EQ(o.longest_program, static_cast<int64_t>(longest));

@@ -10,6 +10,7 @@ docs/replay.md, "Tests"."""
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -157,9 +158,13 @@ def test_config_runs_checked_in_program_order(tmp_path, name):
     kw = CONFIGS[name]
     cfg = write(tmp_path, config_text(**kw))
     steps = 2 if name == "1f1b-fsdp-straggler" else 1  # one config also runs a second step
-    res = run([cfg, "--json", "--timeout", "60", "--steps", str(steps), "--trace", str(tmp_path)] + policy_args(kw))
+    # ... and issues ahead of the step (--issue ahead); the others in it (the default).
+    issue = "ahead" if name == "1f1b-fsdp-straggler" else "in-step"
+    res = run([cfg, "--json", "--timeout", "60", "--steps", str(steps), "--trace", str(tmp_path)] + policy_args(kw) +
+              (["--issue", issue] if issue != "in-step" else []))
     assert res.returncode == 0, res.stderr[-3000:]
     doc = json.loads(res.stdout)
+    assert doc["replay"]["issue"] == issue
     sim = json.loads(cli("simulate", cfg, "--cluster", "--json", *policy_args(kw)))
     # simulate --json's shape for the measured figures; the simulated half is simulate's own.
     measured = {k: v for k, v in doc.items() if k not in ("simulated", "replay")}
@@ -347,6 +352,10 @@ def test_calibrated_runtime_keys_are_written_and_read_back(tmp_path):
         line = next(l for l in lines if l.startswith(f"  {key}:"))
         assert lines[lines.index(line) - 1].strip().startswith(comment), (key, out)
         assert 0 < float(line.split(":")[1]) < 1000, line
+        if key != "host_issue_ms":
+            # The mean excess over the mean, E[(X - mean)+]: between 0 and the mean for X >= 0.
+            excess = re.search(r"E\[\(X - mean\)\+\][^:]*: ([0-9.]+)", lines[lines.index(line) - 1])
+            assert excess and 0 <= float(excess.group(1)) <= float(line.split(":")[1]), (key, out)
     cal = write(tmp_path, text.split("cost:")[0] + "cost:" + out.split("cost:", 1)[1], name="cal.yaml")
     read = _without_wall(json.loads(cli("simulate", cal, "--cluster", "--json")))
     for key in comments:
