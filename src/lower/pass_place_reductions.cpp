@@ -10,10 +10,14 @@
 //     rank's last-finishing stage reduces on compute after the drain (its send batch is long
 //     issued): it shares the replicate/shard communicator with the async reductions, which run
 //     in issue order anyway (rule communicator-order), so it must come after their reduce_done.
+// The per-program body is place_program_reductions (lower/reductions.h), whose drain place is a
+// parameter: OPT_STEP here; `ppstream whatif` drains a lifted Megatron program before the first
+// instruction that consumed the reductions it stripped (docs/whatif.md "Counterfactual").
 #include <algorithm>
 #include <map>
 
 #include "passes.h"
+#include "ppstream/lower/reductions.h"
 #include "ppstream/program/deps.h"
 #include "ppstream/program/streams.h"
 
@@ -21,7 +25,19 @@ namespace ppstream::lower {
 
 ProgramSet place_reductions(ProgramSet out, const PipelineConfig& cfg) {
   if (cfg.mode == DPMode::NONE) return out;
-  for (Program& p : out.programs) {
+  const ReductionPlacement rp{cfg.reduce_grad, cfg.sync_last_reduce, {}};
+  for (Program& p : out.programs) place_program_reductions(p, rp);
+  return out;
+}
+
+}  // namespace ppstream::lower
+
+namespace ppstream {
+
+void place_program_reductions(Program& p, const ReductionPlacement& rp) {
+  using namespace lower;
+  if (rp.policy == ReducePolicy::NONE) return;
+  {
     // Each local stage's last backward (B, or the split I / W: program/deps.h).
     const std::vector<StageBackward> stages = stage_backwards(p);
     int32_t last_stage = -1, last_pos = -1;
@@ -40,7 +56,7 @@ ProgramSet place_reductions(ProgramSet out, const PipelineConfig& cfg) {
       for (int32_t j = p.instrs[last].bucket.index; j > 0; --j)
         pieces.insert(pieces.begin(), {last - pieces.size(), p.instrs[last - pieces.size()].bucket});
       for (const auto& [k, bucket] : pieces) {
-        if (cfg.reduce_grad == ReducePolicy::INLINE) {
+        if (rp.policy == ReducePolicy::INLINE) {
           after.emplace(k, make_stage_op(OpKind::REDUCE_GRAD, streams::kCompute, stage, bucket));
           continue;
         }
@@ -51,7 +67,7 @@ ProgramSet place_reductions(ProgramSet out, const PipelineConfig& cfg) {
         const bool final_piece = k == last;
         const size_t send_pos =
             final_piece ? std::max(k, static_cast<size_t>(sb.send.value_or(sb.last_input_grad))) : k;
-        if (cfg.sync_last_reduce && stage.v == last_stage) {
+        if (rp.sync_last_reduce && stage.v == last_stage) {
           sync_tail.push_back(make_stage_op(OpKind::REDUCE_GRAD, streams::kCompute, stage, bucket));
           continue;
         }
@@ -68,13 +84,15 @@ ProgramSet place_reductions(ProgramSet out, const PipelineConfig& cfg) {
     std::vector<std::pair<size_t, Instr>> items;
     for (auto& [k, in] : after) items.emplace_back(k + 1, std::move(in));
     for (size_t k = 0; k < p.instrs.size(); ++k) {
-      if (p.instrs[k].op != OpKind::OPT_STEP) continue;
-      for (const Instr& in : drain) items.emplace_back(k, in);
+      if (rp.drain_before ? !rp.drain_before(p, k) : p.instrs[k].op != OpKind::OPT_STEP) continue;
+      for (Instr in : drain) {
+        in.stream = p.instrs[k].stream;  // OPT_STEP's: compute
+        items.emplace_back(k, in);
+      }
       for (const Instr& in : sync_tail) items.emplace_back(k, in);
     }
     insert_before(p.instrs, std::move(items));
   }
-  return out;
 }
 
-}  // namespace ppstream::lower
+}  // namespace ppstream

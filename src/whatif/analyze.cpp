@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "graph.h"
+#include "graph_counterfactual.h"
 #include "graph_programs.h"
 #include "job.h"
 #include "ppstream/verify/verify.h"
@@ -294,16 +295,21 @@ WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOp
     const bool async = *opts.reduce_grad == ReducePolicy::ASYNC;
     WhatIfResult::Prediction pr;
     pr.policy = async ? "async" : "inline";
-    pr.per_step_ms = simulate_graph(*g2, S, job.dp, Analysis::MeasuredCost{a.m, false}).step_ms;
-    pr.measured_costs_ms = mean(pr.per_step_ms);
-    pr.ideal_costs_ms = simulate_graph(*g2, 1, 1, Analysis::IdealCost{a.ideal}).step_ms.front();
+    const auto graph_steps = simulate_graph(*g2, S, job.dp, Analysis::MeasuredCost{a.m, false}).step_ms;
+    pr.graph_ms = mean(graph_steps);
+    pr.graph_ideal_ms = simulate_graph(*g2, 1, 1, Analysis::IdealCost{a.ideal}).step_ms.front();
     if (programs2) {  // the re-placed graph's programs, checked the same way
       const GraphPrograms* traced = a.programs;
       a.programs = &*programs2;
-      a.compare(Analysis::MeasuredCost{a.m, false}, pr.per_step_ms);
-      a.compare(Analysis::IdealCost{a.ideal}, std::vector<double>{pr.ideal_costs_ms});
+      a.compare(Analysis::MeasuredCost{a.m, false}, graph_steps);
+      a.compare(Analysis::IdealCost{a.ideal}, std::vector<double>{*pr.graph_ideal_ms});
       a.programs = traced;
     }
+    // The prediction: the compiler's place-reductions on the lifted programs (graph_counterfactual.h).
+    std::optional<GraphPrograms> lifted;
+    if (!programs) lifted = programs_of_graph(job, g, res.notes);
+    predict_by_pass(job, programs ? *programs : *lifted, *opts.reduce_grad, S, Analysis::MeasuredCost{a.m, false},
+                    Analysis::IdealCost{a.ideal}, pr, res.notes);
     pr.traced_ms = mean(nodelay);
     pr.traced_ideal_ms = mean(ideal);
     res.predicted = pr;

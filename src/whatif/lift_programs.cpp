@@ -363,6 +363,7 @@ WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions
         compile_lifted(c2, ran_as, fmt::format("whatif: the {} programs of {}", to_string(c2.reduce_grad), path));
     WhatIfResult::Prediction pr;
     pr.policy = to_string(c2.reduce_grad);
+    pr.traced_policy = to_string(cfg.reduce_grad);
     for (const MeasuredTable& table : tables) {
       pr.per_step_ms.push_back(run(set2, costs_for(set2, table), "the re-placed programs, measured costs"));
       pr.measured_costs_ms += pr.per_step_ms.back() / static_cast<double>(n_steps);

@@ -82,6 +82,11 @@ std::string to_json(const WhatIfResult& r) {
                               {"traced_ms", p.traced_ms},
                               {"traced_ideal_ms", p.traced_ideal_ms},
                               {"per_step_ms", p.per_step_ms}};
+    auto& pj = j["predicted_step_ms"];
+    if (!p.traced_policy.empty()) pj["traced_policy"] = p.traced_policy;
+    if (p.instructions > 0) pj["instructions"] = p.instructions;
+    if (p.graph_ms) pj["graph_ms"] = *p.graph_ms;
+    if (p.graph_ideal_ms) pj["graph_ideal_ms"] = *p.graph_ideal_ms;
   }
   j["notes"] = r.notes;
   return j.dump(2) + "\n";
@@ -133,6 +138,10 @@ std::string to_text(const WhatIfResult& r) {
     out += fmt::format("\n--reduce-grad {}: predicted step {:.3f} ms with the measured costs (traced placement "
                        "{:.3f} ms), {:.3f} ms with the ideal costs (traced {:.3f} ms)\n",
                        p.policy, p.measured_costs_ms, p.traced_ms, p.ideal_costs_ms, p.traced_ideal_ms);
+    if (!p.traced_policy.empty()) out += fmt::format("  the trace's own policy: {}\n", p.traced_policy);
+    if (p.graph_ms)
+      out += fmt::format("  the dependency graph's rewrite: {:.3f} ms measured, {:.3f} ms ideal\n", *p.graph_ms,
+                         p.graph_ideal_ms.value_or(0.0));
   }
   for (const auto& n : r.notes) out += "note: " + n + "\n";
   return out;

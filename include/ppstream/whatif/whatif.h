@@ -97,6 +97,11 @@ struct WhatIfResult {
     double traced_ms = 0;          // the trace's own placement, measured costs (mean nodelay)
     double traced_ideal_ms = 0;    // the trace's own placement, ideal costs
     std::vector<double> per_step_ms;  // re-placed, measured costs, per step
+    std::string traced_policy;        // the trace's own: "async" (overlapped) | "after-backward" | a ppstream trace's
+    int64_t instructions = 0;         // of the counterfactual programs (Megatron path; 0 elsewhere)
+    // Megatron path: the dependency graph's own rewrite of rules 4-5 (lift.cpp Placement), beside
+    // the pass's figures above (docs/whatif.md "Counterfactual": where and why they differ).
+    std::optional<double> graph_ms, graph_ideal_ms;
   };
   std::optional<Prediction> predicted;
   std::vector<std::string> notes;  // assumptions, clamped values, ops outside the model
