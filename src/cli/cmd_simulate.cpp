@@ -42,7 +42,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
   cmd->add_option("--platform", args->platform,
                   "engine profile: ascend-mindspore (MindSpore on Ascend as the runtime sets it up), "
                   "ascend-mindspore-one-comm-stream (what MS_DEV_RUNTIME_CONF multi_stream:true would cost) or "
-                  "cpu-serial (docs/semantics.md)");
+                  "cpu-serial, cpu-mccl (cpu-serial with MCCL's eager sends) (docs/semantics.md)");
   cmd->callback([args, &exit_code] {
     // `both` is ours: keep it away from the config override, which knows inline | async only.
     ConfigArgs ca = args->config;

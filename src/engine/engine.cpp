@@ -254,16 +254,22 @@ class Runner {
     if (st_.queues.kind == CommQueues::ONE_PER_RANK) finish_unit(st_.queues.unit_of_coll[st_.topo.collective_slot(g)], t);
   }
 
+  // Under eager sends (Platform::eager_sends) a send is matched at its own post; its receive
+  // at max(its post, the send's post). Otherwise both sides match at the later post.
+  bool eager_send(int32_t op) const { return st_.platform.eager_sends() && is_send(st_.topo.op(op).kind); }
+
   void drain_posts() {
     while (!st_.post_work.empty()) {
       const auto [op, t] = st_.post_work.back();
       st_.post_work.pop_back();
       st_.posted[op] = t;
+      const bool local = eager_send(op);
+      if (local) on_matched(op, t);
       const int32_t m = st_.topo.mirror[op];
       if (m == kNone || !happened(st_.posted[m])) continue;
       const double at = std::max(t, st_.posted[m]);
-      on_matched(op, at);
-      on_matched(m, at);
+      if (!local) on_matched(op, at);
+      if (!eager_send(m)) on_matched(m, at);
     }
   }
 

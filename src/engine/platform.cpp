@@ -7,8 +7,8 @@
 
 namespace ppstream {
 namespace {
-constexpr std::array<const char*, 5> kNames = {"strict", "ascend-mindspore", "cpu-serial",
-                                              "ascend-mindspore-one-comm-stream", "strict-timed"};
+constexpr std::array<const char*, 6> kNames = {"strict",       "ascend-mindspore", "cpu-serial",
+                                              "ascend-mindspore-one-comm-stream", "strict-timed", "cpu-mccl"};
 }  // namespace
 
 const char* to_string(PlatformKind k) { return kNames[static_cast<size_t>(k)]; }
@@ -48,6 +48,7 @@ const Platform& platform_for(PlatformKind k) {
     case PlatformKind::CPU_SERIAL: return cpu_serial_platform();
     case PlatformKind::ASCEND_ONE_COMM_STREAM: return ascend_one_comm_stream_platform();
     case PlatformKind::STRICT_TIMED: return strict_timed_platform();
+    case PlatformKind::CPU_MCCL: return cpu_mccl_platform();
   }
   return strict_platform();
 }

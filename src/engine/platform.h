@@ -46,6 +46,10 @@ class Platform {
   virtual bool timed() const = 0;
   // The rank's communication queues (ALL_AT_ONCE batches only when not PER_COMMUNICATOR).
   virtual CommQueues comm_queues() const = 0;
+  // Does a SEND_F / SEND_B complete when it is posted, without waiting for its receive (eager:
+  // the message is buffered at the receiver, which matches it once its RECV is posted)? false:
+  // every send is a rendezvous with its mirror receive (docs/semantics.md "Platform profiles").
+  virtual bool eager_sends() const { return false; }
 };
 
 const Platform& strict_platform();
@@ -53,6 +57,7 @@ const Platform& ascend_mindspore_platform();
 const Platform& cpu_serial_platform();
 const Platform& ascend_one_comm_stream_platform();
 const Platform& strict_timed_platform();
+const Platform& cpu_mccl_platform();
 const Platform& platform_for(PlatformKind k);
 
 }  // namespace ppstream::engine

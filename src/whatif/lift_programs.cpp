@@ -15,6 +15,7 @@
 #include <optional>
 #include <set>
 
+#include "engine/platform.h"
 #include "measured_cost.h"
 #include "our_trace.h"
 #include "ppstream/config/config.h"
@@ -43,7 +44,7 @@ ProgramSet compile_lifted(const PipelineConfig& cfg, std::optional<PlatformKind>
   return set;
 }
 
-// A train run's trace: the engine profile it ran as (run.json verified_under), and its
+// A train run's trace: the engine profile it was verified under (run.json verified_under), and its
 // programs.json must be the set compiled again from its config.yaml.
 PlatformKind platform_of(const OurTrace& t) {
   if (t.platform.empty()) return PlatformKind::ASCEND_MINDSPORE;
@@ -52,6 +53,14 @@ PlatformKind platform_of(const OurTrace& t) {
     throw LiftError(fmt::format("whatif: {}: run.json verified_under '{}': expected one of {}", t.path, t.platform,
                                 platform_names()));
   return *k;
+}
+
+// The profile a train run is re-simulated under: what its runtime really does. A CPU run is
+// verified under cpu-serial (every send a rendezvous) but MCCL's sends are eager (cpu-mccl);
+// cpu-mccl only removes waits, so the set verified under cpu-serial runs under it too
+// (docs/semantics.md "Platform profiles").
+PlatformKind resim_platform(PlatformKind verified_under) {
+  return verified_under == PlatformKind::CPU_SERIAL ? PlatformKind::CPU_MCCL : verified_under;
 }
 
 void check_programs_ran(const OurTrace& t, const ProgramSet& set) {
@@ -107,10 +116,63 @@ Joined join(const ProgramSet& set, OurSlices& slices, const std::string& path, c
   return j;
 }
 
-// The measured cost of every instruction (rules: measured_cost.h, docs/whatif.md).
-MeasuredTable measure(const ProgramSet& set, const Joined& j, const World& world) {
+using OpKey = std::tuple<int32_t, P2PKind, int32_t, int32_t>;  // (rank, kind, mb, stage): one P2P op of a step
+
+// Under eager sends with serial batches (cpu-mccl, docs/whatif.md "Train run directories"), when
+// each P2P op of the trace was posted and matched, by the engine's rule applied to the slices: op
+// 0 of a BATCH is posted at the slice's start, op k at op k-1's match; a send is matched at its
+// post, a receive at max(its post, its send's post). The slices time BATCHes, not their ops, so
+// the post of an op after a receive is that receive's match so estimated.
+class EagerPosts {
+ public:
+  struct At {
+    const OurSlice* slice;
+    const Instr* batch;
+    size_t pos;
+    Rank rank;
+  };
+  explicit EagerPosts(const std::map<OpKey, At>& ops) : ops_(ops) {}
+
+  double matched(const OpKey& k) {
+    if (const auto it = memo_.find(k); it != memo_.end()) return it->second;
+    const At& a = at(k);
+    const P2POp& op = a.batch->p2p[a.pos];
+    if (!busy_.insert(k).second)
+      throw LiftError(fmt::format("whatif: rank {}: the trace's P2P ops wait on each other in a cycle at '{}'",
+                                  a.rank.v, to_text(op)));
+    double t = posted(k);
+    if (!is_send(op.kind)) {
+      const P2POp m = mirror_of(op, a.rank);  // ir.h: the peer's op that matches this one
+      const OpKey mk{op.peer.v, m.kind, m.mb.v, m.stage.v};
+      if (!ops_.count(mk))
+        throw LiftError(fmt::format("whatif: rank {}: '{}' has no mirror '{}' on rank {} in the trace", a.rank.v,
+                                    to_text(op), to_text(m), op.peer.v));
+      t = std::max(t, posted(mk));
+    }
+    busy_.erase(k);
+    return memo_[k] = t;
+  }
+
+ private:
+  const At& at(const OpKey& k) const { return ops_.at(k); }  // every op of a drawn BATCH is in ops_
+  double posted(const OpKey& k) {
+    const At& a = at(k);
+    if (a.pos == 0) return a.slice->start_ms;
+    const P2POp& prev = a.batch->p2p[a.pos - 1];
+    return matched({a.rank.v, prev.kind, prev.mb.v, prev.stage.v});
+  }
+  const std::map<OpKey, At>& ops_;
+  std::map<OpKey, double> memo_;
+  std::set<OpKey> busy_;
+};
+
+// The measured cost of every instruction (rules: measured_cost.h, docs/whatif.md). `eager`: the
+// profile's sends are eager (Platform::eager_sends): a BATCH's transfer is its end minus its last
+// op's match (EagerPosts), not minus the latest post of its own and its mirrors' batches.
+MeasuredTable measure(const ProgramSet& set, const Joined& j, const World& world, bool eager) {
   // Where each P2P op sits: (rank, kind, mb, stage) → its batch's slice.
-  std::map<std::tuple<int32_t, P2PKind, int32_t, int32_t>, const OurSlice*> batch_of;
+  std::map<OpKey, const OurSlice*> batch_of;
+  std::map<OpKey, EagerPosts::At> op_at;
   // Collective members by (op, stage, group, occurrence).
   std::map<std::tuple<OpKind, int32_t, int32_t, int32_t>, double> last_arrival;
   const auto group_of = [&](const Program& prog, const Instr& i) {
@@ -125,7 +187,11 @@ MeasuredTable measure(const ProgramSet& set, const Joined& j, const World& world
       const OurSlice* s = j.slice[p][k];
       if (!s) continue;
       if (i.op == OpKind::BATCH)
-        for (const P2POp& op : i.p2p) batch_of[{prog.rank.v, op.kind, op.mb.v, op.stage.v}] = s;
+        for (size_t pos = 0; pos < i.p2p.size(); ++pos) {
+          const P2POp& op = i.p2p[pos];
+          batch_of[{prog.rank.v, op.kind, op.mb.v, op.stage.v}] = s;
+          op_at[{prog.rank.v, op.kind, op.mb.v, op.stage.v}] = {s, &i, pos, prog.rank};
+        }
       if (i.op == OpKind::UNSHARD || i.op == OpKind::REDUCE_GRAD) {
         double& a = last_arrival[{i.op, i.stage.v, group_of(prog, i), occurrence(p, i)}];
         a = std::max(a, s->start_ms + s->arrival_ms);
@@ -133,6 +199,7 @@ MeasuredTable measure(const ProgramSet& set, const Joined& j, const World& world
     }
   }
   for (auto& o : occ) o.clear();
+  EagerPosts eager_posts(op_at);
   MeasuredTable table(static_cast<size_t>(world.pp * world.dp()));
   for (size_t p = 0; p < set.programs.size(); ++p) {
     const Program& prog = set.programs[p];
@@ -143,7 +210,10 @@ MeasuredTable measure(const ProgramSet& set, const Joined& j, const World& world
       const OurSlice* s = j.slice[p][k];
       if (!s) continue;
       MeasuredCost c;
-      if (i.op == OpKind::BATCH) {
+      if (i.op == OpKind::BATCH && eager && !i.p2p.empty()) {
+        const P2POp& last = i.p2p.back();
+        c.ms = std::max(0.0, s->end_ms - eager_posts.matched({prog.rank.v, last.kind, last.mb.v, last.stage.v}));
+      } else if (i.op == OpKind::BATCH) {
         double posted = s->start_ms;
         for (const P2POp& op : i.p2p) {
           const P2POp mirror = mirror_of(op, prog.rank);  // ir.h: the peer's op that matches this one
@@ -167,14 +237,52 @@ MeasuredTable measure(const ProgramSet& set, const Joined& j, const World& world
   return table;
 }
 
-double makespan(const ProgramSet& set, const Costs& costs, PlatformKind platform, const std::string& what) {
-  MeasuredCostModel model(set, costs);
+// A train run's host gaps (LiftedTrace::Step::host_gap_ms): per rank, each drawn instruction's
+// slice start minus the end of the rank's previous drawn slice in program order (the first: minus
+// the step's origin, 0), never negative; 0 for RECORD / WAIT and undrawn compute.
+std::vector<std::vector<double>> host_gaps(const ProgramSet& set, const Joined& j) {
+  std::vector<std::vector<double>> out(set.programs.size());
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    out[p].assign(set.programs[p].instrs.size(), 0.0);
+    double cursor = 0;
+    for (size_t k = 0; k < out[p].size(); ++k) {
+      const OurSlice* s = j.slice[p][k];
+      if (!s) continue;
+      out[p][k] = std::max(0.0, s->start_ms - cursor);
+      cursor = std::max(cursor, s->end_ms);
+    }
+  }
+  return out;
+}
+
+EngineResult run_measured(const ProgramSet& set, const Costs& costs, PlatformKind platform, const std::string& what,
+                          const std::vector<std::vector<double>>* host_gap_ms = nullptr) {
+  MeasuredCostModel model(set, costs, host_gap_ms);
   EngineOptions eo;
   eo.platform = platform;
   eo.cost = &model;
-  const EngineResult r = run_engine(set, eo);
+  EngineResult r = run_engine(set, eo);
   if (!r.completed) throw LiftError("whatif: " + what + " deadlocked:\n" + format_deadlock(set, r));
-  return r.makespan_ms;
+  return r;
+}
+
+double makespan(const ProgramSet& set, const Costs& costs, PlatformKind platform, const std::string& what) {
+  return run_measured(set, costs, platform, what).makespan_ms;
+}
+
+// A train run's step re-simulated with its host gaps: per rank, its last instruction's end minus
+// its own step start (`rank_start_ms`), the longest over ranks — as the measured step is the
+// longest step marker.
+double step_with_gaps(const ProgramSet& set, const Costs& costs, const LiftedTrace::Step& st, PlatformKind platform) {
+  const EngineResult r =
+      run_measured(set, costs, platform, "the lifted programs with their measured costs and host gaps", &st.host_gap_ms);
+  double longest = 0;
+  for (size_t p = 0; p < r.timing.size(); ++p) {
+    double end = 0;
+    for (const InstrTiming& t : r.timing[p]) end = std::max(end, t.end_ms);
+    longest = std::max(longest, end - st.rank_start_ms.at(p));
+  }
+  return longest;
 }
 
 // The ideal groups instructions by op kind and virtual stage (BATCH and OPT_STEP: op kind only):
@@ -255,7 +363,10 @@ LiftedTrace lift_ppstream_trace(const std::string& path, const std::optional<std
   }
   out.config = load_config_file(cfg_path);
   out.platform = platform_of(t);
-  if (!t.platform.empty()) out.ran_as = out.platform;
+  if (!t.platform.empty()) {
+    out.ran_as = out.platform;
+    out.platform = resim_platform(*out.ran_as);
+  }
   out.programs = compile_lifted(out.config, out.ran_as, fmt::format("whatif: the programs lifted from {}", path));
   check_programs_ran(t, out.programs);
   const ProgramSet& set = out.programs;
@@ -269,14 +380,27 @@ LiftedTrace lift_ppstream_trace(const std::string& path, const std::optional<std
     LiftedTrace::Step s;
     s.step = st.step;
     s.measured_ms = st.measured_ms;
-    s.table = measure(set, j, world);
+    s.table = measure(set, j, world, engine::platform_for(out.platform).eager_sends());
     s.costs = costs_for(set, s.table);
+    if (!t.programs_path.empty()) {
+      s.host_gap_ms = host_gaps(set, j);
+      for (const Program& prog : set.programs) {
+        const auto it = st.rank_start_ms.find(prog.rank.v);
+        s.rank_start_ms.push_back(it == st.rank_start_ms.end() ? 0.0 : it->second);
+      }
+    }
     out.steps.push_back(std::move(s));
   }
   out.slices_read = t.slices_read;
   out.waits_skipped = t.waits_skipped;
   out.train_run = !t.programs_path.empty();
   return out;
+}
+
+double resimulated_step_ms(const LiftedTrace& l, size_t k, PlatformKind platform) {
+  const LiftedTrace::Step& st = l.steps.at(k);
+  if (st.host_gap_ms.empty()) return makespan(l.programs, st.costs, platform, "the lifted programs with their measured costs");
+  return step_with_gaps(l.programs, st.costs, st, platform);
 }
 
 WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions& opts) {
@@ -325,12 +449,15 @@ WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions
     StepFigures f;
     f.step = lifted.steps[k].step;
     f.measured_ms = lifted.steps[k].measured_ms;
-    f.resimulated_ms = run(set, ms[k], "the lifted programs with their measured costs");
-    f.nodelay_ms = f.resimulated_ms;
+    f.nodelay_ms = run(set, ms[k], "the lifted programs with their measured costs");
+    // A train run's launch delays are its host gaps (LiftedTrace::Step::host_gap_ms); other
+    // traces have none lifted: re-simulated = nodelay.
+    const LiftedTrace::Step& ls = lifted.steps[k];
+    f.resimulated_ms = ls.host_gap_ms.empty() ? f.nodelay_ms : step_with_gaps(set, ms[k], ls, platform);
     f.ideal_ms = ideal;
-    f.slowdown = f.resimulated_ms / ideal;
+    f.slowdown = f.nodelay_ms / ideal;
     res.max_resim_error = std::max(res.max_resim_error, std::abs(f.resimulated_ms - f.measured_ms) / f.measured_ms);
-    resim += f.resimulated_ms / static_cast<double>(n_steps);
+    resim += f.nodelay_ms / static_cast<double>(n_steps);
     measured += f.measured_ms / static_cast<double>(n_steps);
     res.steps.push_back(f);
   }
@@ -343,18 +470,20 @@ WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions
                                   "joined, {} EVENT_WAIT slices left to the engine; engine profile {}",
                                   set.programs.size(), cfg_path, to_string(cfg.reduce_grad), n_steps, lifted.slices_read,
                                   lifted.waits_skipped, to_string(platform)));
-  if (platform == PlatformKind::CPU_SERIAL && lifted.train_run) {
-    res.notes.push_back(fmt::format("a CPU train run (docs/whatif.md \"Train run directories\"): its host slices are "
-                                    "the operations' extents, but MCCL completes a small send before its receive is "
-                                    "posted while cpu-serial pairs them as a rendezvous, so the re-simulated steps can "
-                                    "be longer than measured (max error {:.1f} %); host gaps between instructions are "
-                                    "in no cost",
-                                    100 * res.max_resim_error));
+  if (lifted.train_run) {
+    res.notes.push_back(fmt::format(
+        "a train run (docs/whatif.md \"Train run directories\"): verified under {}, re-simulated under {}{}; launch "
+        "delays = the host's gaps between instructions (the engine's host issue time), re-simulated with them: max "
+        "error {:.4f} %; without them (nodelay, what S, the attribution and the prediction use): launch_slowdown = "
+        "measured {:.3f} ms / nodelay {:.3f} ms (mean step)",
+        to_string(*ran_as), to_string(platform),
+        platform == PlatformKind::CPU_MCCL ? " (MCCL's eager sends)" : "", 100 * res.max_resim_error, measured, resim));
+  } else {
+    res.notes.push_back(fmt::format("launch delays: not lifted per instruction (the engine has no host issue cost); "
+                                    "nodelay = re-simulated, launch_slowdown = measured {:.3f} ms / re-simulated {:.3f} ms "
+                                    "(mean step)",
+                                    measured, resim));
   }
-  res.notes.push_back(fmt::format("launch delays: not lifted per instruction (the engine has no host issue cost); "
-                                  "nodelay = re-simulated, launch_slowdown = measured {:.3f} ms / re-simulated {:.3f} ms "
-                                  "(mean step)",
-                                  measured, resim));
 
   if (opts.reduce_grad && *opts.reduce_grad != ReducePolicy::NONE) {
     PipelineConfig c2 = cfg;

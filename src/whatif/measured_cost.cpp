@@ -52,8 +52,16 @@ std::vector<std::vector<MeasuredCost>> costs_for(const ProgramSet& set, const Me
   return out;
 }
 
-MeasuredCostModel::MeasuredCostModel(const ProgramSet& set, std::vector<std::vector<MeasuredCost>> costs)
-    : set_(&set), costs_(std::move(costs)) {}
+MeasuredCostModel::MeasuredCostModel(const ProgramSet& set, std::vector<std::vector<MeasuredCost>> costs,
+                                     const std::vector<std::vector<double>>* host_gap_ms)
+    : set_(&set), costs_(std::move(costs)), host_gap_ms_(host_gap_ms) {}
+
+double MeasuredCostModel::host_issue_ms(const Program& p, const Instr& i) const {
+  if (!host_gap_ms_) return 0.0;
+  const auto pi = static_cast<size_t>(&p - set_->programs.data());
+  const auto ki = static_cast<size_t>(&i - p.instrs.data());
+  return host_gap_ms_->at(pi).at(ki);
+}
 
 const MeasuredCost& MeasuredCostModel::at(const Program& p, const Instr& i) const {
   const auto pi = static_cast<size_t>(&p - set_->programs.data());

@@ -29,18 +29,25 @@ class MeasuredCostModel : public CostModel {
  public:
   // `set` must outlive the model: the engine passes references into set.programs, which give
   // the row and column. `costs` has one row per program, one entry per instruction.
-  MeasuredCostModel(const ProgramSet& set, std::vector<std::vector<MeasuredCost>> costs);
+  // `host_gap_ms` ([program][instr], outliving the model; nullptr: none) is the host's time before
+  // each instruction (LiftedTrace::Step::host_gap_ms), given to the engine as its host issue
+  // time: on a host-blocking profile the instruction is issued that long after the previous one
+  // completed.
+  MeasuredCostModel(const ProgramSet& set, std::vector<std::vector<MeasuredCost>> costs,
+                    const std::vector<std::vector<double>>* host_gap_ms = nullptr);
   double compute_ms(const Program& p, const Instr& i) const override { return at(p, i).ms; }
   double batch_ms(const Program& p, const Instr& i) const override { return at(p, i).ms; }
   double collective_ms(const Program& p, const Instr& i) const override { return at(p, i).ms; }
   double arrival_delay_ms(const Program& p, const Instr& i) const override { return at(p, i).arrival_ms; }
   // An expanded set has no members outside it.
   double external_arrival_ms(const Program&, const Instr&) const override { return 0.0; }
+  double host_issue_ms(const Program& p, const Instr& i) const override;
 
  private:
   const MeasuredCost& at(const Program& p, const Instr& i) const;
   const ProgramSet* set_;
   std::vector<std::vector<MeasuredCost>> costs_;
+  const std::vector<std::vector<double>>* host_gap_ms_;
 };
 
 }  // namespace ppstream::whatif

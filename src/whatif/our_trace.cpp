@@ -132,6 +132,7 @@ void read_file(const std::string& path, OurTrace& t, std::map<int32_t, OurStep>&
       t0 = it->start_ms;
     }
     OurStep& st = out[step];
+    if (m != markers.end()) st.marker_abs_ms[r.rank] = t0;
     st.step = step;
     r.s.start_ms -= t0;
     r.s.end_ms -= t0;
@@ -147,6 +148,25 @@ void read_file(const std::string& path, OurTrace& t, std::map<int32_t, OurStep>&
       st.step = k.step;
       st.measured_ms = std::max(st.measured_ms, k.end_ms - k.start_ms);
     }
+  }
+}
+
+// A train run's host traces share one wall clock (the runtime's `clock: global`): every rank's
+// slices are moved from its own marker start to the step's earliest one, so that times compare
+// across ranks (a mirror's post, a collective's last arrival), and each rank's start is kept.
+void common_step_origin(std::map<int32_t, OurStep>& steps) {
+  for (auto& [k, st] : steps) {
+    if (st.marker_abs_ms.empty()) continue;
+    double first = st.marker_abs_ms.begin()->second;
+    for (const auto& [rank, t0] : st.marker_abs_ms) first = std::min(first, t0);
+    for (auto& [rank, row] : st.slices) {
+      const auto it = st.marker_abs_ms.find(rank);
+      const double shift = it == st.marker_abs_ms.end() ? 0.0 : it->second - first;
+      st.rank_start_ms[rank] = shift;
+      for (auto& [name, list] : row)
+        for (OurSlice& s : list) s.start_ms += shift, s.end_ms += shift;
+    }
+    st.marker_abs_ms.clear();
   }
 }
 
@@ -232,6 +252,7 @@ OurTrace read_our_trace(const std::string& path) {
     if (list != steps_of_rank.begin()->second)
       throw LiftError(fmt::format("whatif: {}: rank {} marks other steps than rank {}", path, rank,
                                   steps_of_rank.begin()->first));
+  if (!t.programs_path.empty()) common_step_origin(steps);
   for (auto& [k, st] : steps) {
     for (auto& [rank, row] : st.slices)
       for (auto& [name, list] : row)

@@ -28,6 +28,12 @@ struct OurStep {
   int32_t step = 0;
   double measured_ms = 0;  // the step marker's length (longest over ranks), or the last slice end
   OurSlices slices;
+  // A train run directory (one wall clock, `clock: global`): the slices of every rank count from
+  // the step's earliest marker start over the ranks, and this is each rank's own marker start on
+  // that origin (ms >= 0): the ranks begin a step at different times (the previous step ends
+  // earlier on some). Empty otherwise: each rank's slices count from its own marker.
+  std::map<int32_t, double> rank_start_ms;
+  std::map<int32_t, double> marker_abs_ms;  // while reading: each rank's marker start, file clock
 };
 
 struct OurTrace {

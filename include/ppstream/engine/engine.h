@@ -15,11 +15,13 @@ namespace ppstream {
 // ASCEND_ONE_COMM_STREAM is `ascend-mindspore-one-comm-stream`: MindSpore's
 // MS_DEV_RUNTIME_CONF multi_stream:true, a what-if profile for `simulate` (the runtime refuses
 // that mode); STRICT_TIMED is `strict-timed`: strict's ordering rules with the cost model's
-// durations (a lifted Megatron timeline's semantics, docs/whatif.md); docs/semantics.md
-// "Platform profiles".
-enum class PlatformKind : uint8_t { STRICT, ASCEND_MINDSPORE, CPU_SERIAL, ASCEND_ONE_COMM_STREAM, STRICT_TIMED };
+// durations (a lifted Megatron timeline's semantics, docs/whatif.md); CPU_MCCL is `cpu-mccl`:
+// cpu-serial with MCCL's eager sends (what MindSpore's CPU runtime really does; the what-if of a
+// CPU train run re-simulates under it); docs/semantics.md "Platform profiles".
+enum class PlatformKind : uint8_t { STRICT, ASCEND_MINDSPORE, CPU_SERIAL, ASCEND_ONE_COMM_STREAM, STRICT_TIMED, CPU_MCCL };
 const char* to_string(PlatformKind k);
-// "strict", "ascend-mindspore", "cpu-serial", "ascend-mindspore-one-comm-stream", "strict-timed"
+// "strict", "ascend-mindspore", "cpu-serial", "ascend-mindspore-one-comm-stream", "strict-timed",
+// "cpu-mccl"
 std::optional<PlatformKind> parse_platform(const std::string& s);
 // Every profile name, comma-separated (for messages).
 std::string platform_names();

@@ -37,8 +37,10 @@ struct LiftedTrace {
   std::string config_path;  // T.json.config.yaml or DIR/replay.POLICY.config.yaml
   PipelineConfig config;    // loaded from config_path
   ProgramSet programs;      // compiled expanded from `config`, verified
-  // The engine profile the programs ran under: a train run's run.json `verified_under`
-  // (`ran_as` set, and the programs were verified under it too), else ascend-mindspore.
+  // The engine profile the programs are re-simulated under: ascend-mindspore, or for a train run
+  // the runtime's own semantics — `cpu-mccl` (MCCL's eager sends) for a CPU run verified under
+  // cpu-serial (docs/whatif.md "Train run directories"). `ran_as`: a train run's run.json
+  // `verified_under`, the profile the programs were verified under (again here, too).
   PlatformKind platform = PlatformKind::ASCEND_MINDSPORE;
   std::optional<PlatformKind> ran_as;
   bool train_run = false;   // a `ppstream train` run directory (its programs.json checked)
@@ -47,6 +49,13 @@ struct LiftedTrace {
     double measured_ms = 0;  // the step's length in the trace (docs/whatif.md "Steps")
     MeasuredTable table;     // by rank and instruction key
     std::vector<std::vector<MeasuredCost>> costs;  // [program][instr] of `programs` (0: not drawn, RECORD/WAIT)
+    // A train run (host-serial: every call returns when its work is done): the host's gap before
+    // each instruction, [program][instr] — its slice's start minus the end of the rank's previous
+    // slice in program order (the first: minus the step's earliest start over the ranks, so it
+    // holds the rank's own late start); 0 for RECORD / WAIT and undrawn compute. The launch
+    // delays of this path (docs/whatif.md); empty for other traces.
+    std::vector<std::vector<double>> host_gap_ms;
+    std::vector<double> rank_start_ms;  // [program]: the rank's step marker start on that origin
   };
   std::vector<Step> steps;  // in step order
   int64_t slices_read = 0;
@@ -60,5 +69,12 @@ struct LiftedTrace {
 // an instruction without its slice or P2P mirror (messages as analyze_ppstream_trace's).
 LiftedTrace lift_ppstream_trace(const std::string& path,
                                 const std::optional<std::pair<int32_t, int32_t>>& steps = std::nullopt);
+
+// Step `k` (index into l.steps) re-simulated by the engine under `platform` with its measured
+// costs and, for a train run, its launch delays (host_gap_ms as the engine's host issue time):
+// per rank, its last instruction's end minus its own step start (rank_start_ms), the longest over
+// ranks, as the runtime measures a step (docs/whatif.md "Train run directories"). For other
+// traces (no host gaps): the engine's makespan. ms; throws LiftError if the set deadlocks.
+double resimulated_step_ms(const LiftedTrace& l, size_t k, PlatformKind platform);
 
 }  // namespace ppstream::whatif

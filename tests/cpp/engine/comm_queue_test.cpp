@@ -162,7 +162,7 @@ TEST(CommQueue, ProfileNamesParseAndAllMeansTheVerificationProfiles) {
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(),
                  "platform 'ascend': expected strict, ascend-mindspore, cpu-serial, ascend-mindspore-one-comm-stream, "
-                 "strict-timed or all");
+                 "strict-timed, cpu-mccl or all");
   }
 }
 
