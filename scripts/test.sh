@@ -42,4 +42,4 @@ TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
   --quiet --set 'straggler.distribution={kind: lognormal, median_ms: 1}' >/dev/null
 
 echo "== Python tests =="
-.venv/bin/python -m pytest -q tests/python "$@"
+.venv/bin/python -m pytest -q --durations=25 tests/python "$@"
