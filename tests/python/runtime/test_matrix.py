@@ -186,9 +186,10 @@ def test_a_real_hang_ends_by_itself_and_names_the_ranks(tmp_path):
     # FSDP over 2 ranks; rank 1's first reduction sleeps far past the launcher's timeout, so rank 0
     # blocks inside the same collective. Either MindSpore's own collective timeout fails the job
     # (exit 1) or the launcher kills it (exit 124); both must name both ranks with the instruction
-    # each was in.
+    # each was in. 45 s: the ranks reach the reduction ~7 s after launch on an idle 2-core machine;
+    # with 90 s the job waited ~70 s (MindSpore's 30 s collective timeout, then its scheduler's).
     cfg = write_config(str(tmp_path / "hang.yaml"), pp=1, vpp=1, layers=2, mbs=2, mode="fsdp", shard=2)
-    proc = run_train(cfg, str(tmp_path / "out"), "--steps", "1", "--straggle", "1:600000", timeout=90)
+    proc = run_train(cfg, str(tmp_path / "out"), "--steps", "1", "--straggle", "1:600000", timeout=45)
     assert proc.returncode in (1, 124), proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "ranks that did not finish" in proc.stdout
     hung = [line for line in proc.stdout.splitlines() if line.strip().startswith(("r0:", "r1:"))]
