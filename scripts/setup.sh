@@ -12,6 +12,7 @@ if ! dpkg -s $(cat scripts/apt-packages.txt) >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $(cat scripts/apt-packages.txt) >/dev/null
 fi
 
+. scripts/ccache_env.sh
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip

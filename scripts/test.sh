@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
+. scripts/ccache_env.sh
 
 echo "== C++ tests (ASan + UBSan) =="
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPPSTREAM_SANITIZE=address,undefined -DPPSTREAM_BENCH=OFF >/dev/null
@@ -42,4 +43,4 @@ TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
   --quiet --set 'straggler.distribution={kind: lognormal, median_ms: 1}' >/dev/null
 
 echo "== Python tests =="
-.venv/bin/python -m pytest -q tests/python "$@"
+.venv/bin/python -m pytest -q --durations=25 tests/python "$@"
