@@ -7,6 +7,7 @@
 // duration) is pushed. Times only ever come from max() and +duration, so the result does not
 // depend on processing order; the queue key only makes the order itself reproducible.
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <stdexcept>
 
@@ -25,6 +26,9 @@ EngineState::EngineState(const ProgramSet& s, const Topology& t, const Platform&
   host_next.assign(n, 0);
   host_blocked_on.assign(n, kNone);
   head.assign(t.stream_list_base.begin(), t.stream_list_base.end() - 1);
+  prog_of_slot.resize(head.size());
+  for (int32_t p2 = 0; p2 < t.programs(); ++p2)
+    for (int32_t sl = t.stream_base[p2]; sl < t.stream_base[p2 + 1]; ++sl) prog_of_slot[sl] = p2;
   parked_wait.assign(head.size(), kNone);
   posted.assign(t.op_instr.size(), kNotYet);
   matched.assign(t.op_instr.size(), kNotYet);
@@ -130,7 +134,9 @@ class Runner {
   }
 
   void schedule(int32_t p, int32_t i, double t) {
-    st_.queue.push({t, p, st_.topo.stream_of[st_.topo.global(p, i)], i});
+    const int32_t slot = st_.stream_slot(p, i);
+    assert(st_.head_instr(slot) == i);  // the key's `pos` (engine_state.h Completion)
+    st_.queue.push({t, st_.head[slot], slot});
   }
 
   // The host issues instructions in program order, host_issue_ms each, until one blocks it.
@@ -384,11 +390,10 @@ class Runner {
   }
 
   void complete(const Completion& c) {
-    const int32_t p = c.prog, i = c.index;
+    const int32_t slot = c.slot, p = st_.prog_of_slot[slot], i = st_.topo.stream_list[c.pos];
     st_.timing(p, i).end_ms = c.t;
     st_.res.makespan_ms = std::max(st_.res.makespan_ms, c.t);
     if (st_.topo.op_of[st_.topo.global(p, i)] == OpKind::RECORD) fire(p, i, c.t);
-    const int32_t slot = st_.topo.stream_base[p] + c.stream;
     ++st_.head[slot];
     const int32_t next = st_.head_instr(slot);
     if (next != kNone && st_.timing(p, next).issued()) make_ready(p, next, std::max(c.t, st_.timing(p, next).issue_ms));

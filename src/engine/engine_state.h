@@ -6,28 +6,29 @@
 #include <cstdint>
 #include <array>
 #include <optional>
-#include <queue>
 #include <vector>
 
 #include "engine/comm_queue.h"
+#include "engine/completion_queue.h"
 #include "engine/platform.h"
 #include "engine/topology.h"
 #include "ppstream/engine/engine.h"
 
 namespace ppstream::engine {
 
-// A pending completion. Ordered by (time, rank, stream name, instruction index): programs are
-// sorted by rank and stream ids follow name order, so the key is (t, prog, stream, index).
+// A pending completion, 16 bytes (a cluster run's heap holds tens of thousands). Ordered by
+// (time, rank, stream name, instruction index): programs are sorted by rank, stream ids follow
+// name order and each stream lists its instructions in index order, so a position in
+// Topology::stream_list (slot-major: program, then stream) orders as (prog, stream, index). An
+// instruction is the head of its stream when its completion is scheduled, so `pos` is that
+// head position; `slot` is its stream slot (EngineState::prog_of_slot gives the program).
 struct Completion {
   double t = 0.0;
-  int32_t prog = 0;
-  uint16_t stream = 0;
-  int32_t index = 0;
+  int32_t pos = 0;   // into Topology::stream_list
+  int32_t slot = 0;  // stream slot
   bool operator>(const Completion& o) const {
     if (t != o.t) return t > o.t;
-    if (prog != o.prog) return prog > o.prog;
-    if (stream != o.stream) return stream > o.stream;
-    return index > o.index;
+    return pos > o.pos;
   }
 };
 
@@ -45,6 +46,7 @@ struct EngineState {
   std::vector<int32_t> host_next;        // per program: next instruction to issue
   std::vector<int32_t> host_blocked_on;  // per program: instruction the host waits on, or kNone
   std::vector<int32_t> head;             // per stream slot: position in topo.stream_list
+  std::vector<int32_t> prog_of_slot;     // per stream slot: its program
   // Per stream slot: the WAIT at its head that waits for its RECORD to complete, or kNone. A
   // RECORD's completion looks here (a few contiguous ints per rank) rather than at every
   // stream's head instruction (a cache miss per stream on a large set).
@@ -70,7 +72,7 @@ struct EngineState {
   std::vector<std::optional<double>> unit_held_since;
   std::vector<int32_t> unit_left;
   std::vector<double> unit_last;
-  std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> queue;
+  MinHeap4<Completion> queue;  // pending completions, smallest key first
   std::vector<std::pair<int32_t, double>> post_work;  // ops to post (avoids deep recursion)
 
   EngineState(const ProgramSet& s, const Topology& t, const Platform& p, const CostModel* c, EngineResult& r);
