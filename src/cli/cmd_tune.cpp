@@ -97,7 +97,8 @@ void register_tune(CLI::App& app, int& exit_code) {
       if (!f) throw std::invalid_argument("tune --apply: cannot write " + args->apply);
       const tune::PlanResult& best = r.plans.front();
       f << "# written by ppstream tune: " << best.label << " (" << tune::to_string(r.objective) << " "
-        << fmt::format("{:.3f}", best.score_ms) << " ms, p99 " << fmt::format("{:.3f}", best.p99_ms) << " ms over " << best.trials
+        << fmt::format("{:.3f}", best.score_ms) << " ms"
+        << (r.objective == tune::Objective::P99 ? std::string() : fmt::format(", p99 {:.3f} ms", best.p99_ms)) << " over " << best.trials
         << " trials: `ppstream simulate THIS.yaml --trials " << best.trials << "` reproduces them)\n"
         << best.yaml;
       if (!f) throw std::invalid_argument("tune --apply: error writing " + args->apply);
