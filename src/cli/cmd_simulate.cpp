@@ -34,7 +34,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
   cmd->add_option("--svg", args->svg, "write an SVG pipeline diagram (both policies stacked)");
   cmd->add_flag("--json", args->json, "print the metrics JSON instead of the table");
   cmd->add_flag("--cluster", args->cluster, "simulate every DP replica of the world (rank = pp_rank*dp + dp_index)");
-  cmd->add_option("--trials", args->trials, "seeded straggler draws; prints p50/p90/p99 of the step time")->check(CLI::Range(1, std::numeric_limits<int32_t>::max()));
+  cmd->add_option("--trials", args->trials, "seeded straggler draws; prints p50/p90/p99 and the mean of the step time")->check(CLI::Range(1, std::numeric_limits<int32_t>::max()));
   cmd->add_option("--threads", args->threads, "worker threads for the trials (0: one per hardware thread); results do not depend on it")
       ->check(CLI::Range(0, 4096));
   cmd->add_option("--seed", args->seed, "straggler seed (overrides straggler.seed)")->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));

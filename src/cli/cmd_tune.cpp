@@ -3,6 +3,7 @@
 // best plan as a config file that simulate, replay and train read unchanged.
 // `ppstream tune --from-trace PATH...`: the same search over variants of the traces' config, on
 // the measured job's costs and observed tails (docs/tune.md "From a trace").
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,7 +22,8 @@ void register_tune(CLI::App& app, int& exit_code) {
     ConfigArgs config;
     std::string objective = "p99";
     int32_t trials = 200;
-    std::optional<double> memory_budget, budget_s;
+    std::optional<std::string> memory_budget;
+    std::optional<double> budget_s;
     std::vector<std::string> space;
     bool json = false, progress = false, quiet = false;
     std::string apply;
@@ -39,7 +41,8 @@ void register_tune(CLI::App& app, int& exit_code) {
   cmd->add_option("--objective", args->objective, "p99 | p50 | mean of the step time over the trials");
   cmd->add_option("--trials", args->trials, "straggler trials of a fully evaluated plan (the same draws for every plan)")
       ->check(CLI::Range(1, std::numeric_limits<int32_t>::max()));
-  cmd->add_option("--memory-budget", args->memory_budget, "peak bytes any rank may hold (sim memory model); plans over it are dropped");
+  cmd->add_option("--memory-budget", args->memory_budget,
+                  "peak bytes any rank may hold (sim memory model), e.g. 85899345920, 80GiB, 80GB; plans over it are dropped");
   cmd->add_option("--space", args->space, "KEY=V1,V2 axes of the plan space (replace the default space)");
   cmd->add_option("--budget-s", args->budget_s, "wall-clock budget in seconds; stops with the best plans so far");
   cmd->add_option("--show", args->show, "plans listed")->check(CLI::Range(1, 1000));
@@ -65,7 +68,7 @@ void register_tune(CLI::App& app, int& exit_code) {
     if (!objective) throw std::invalid_argument("tune --objective " + args->objective + ": expected p99, p50 or mean");
     o.objective = *objective;
     o.trials = args->trials;
-    o.memory_budget_bytes = args->memory_budget;
+    if (args->memory_budget) o.memory_budget_bytes = tune::parse_memory_budget(*args->memory_budget);
     o.budget_s = args->budget_s;
     o.show = args->show;
     for (const std::string& s : args->space) o.space.push_back(tune::parse_dimension(s, cfg));
@@ -80,16 +83,26 @@ void register_tune(CLI::App& app, int& exit_code) {
       };
     const tune::TuneReport r = job ? tune::tune(*job, o) : tune::tune(cfg, o);
     if (o.progress) std::cerr << "\n";
+    // The report first: a search with nothing to apply still says what it found (and why).
+    std::cout << (args->json ? tune::tune_json(r) + "\n" : tune::tune_table(r)) << std::flush;
     if (!args->apply.empty()) {
-      if (r.plans.empty()) throw std::invalid_argument("tune --apply: no plan within the memory budget to write");
+      if (r.plans.empty())
+        throw std::invalid_argument(
+            r.evaluated > 0 ? std::string("tune --apply: no plan within the memory budget to write (the report above lists the search)")
+                    : r.stopped_by_budget ? "tune --apply: no plan in the space was scored before --budget-s ran out"
+                                          : fmt::format("tune --apply: no plan in the space was scored ({} point{}, {} verified; the "
+                                                        "report above says why they were set aside)",
+                                                        r.candidates, r.candidates == 1 ? "" : "s", r.verified));
       std::ofstream f(args->apply);
       if (!f) throw std::invalid_argument("tune --apply: cannot write " + args->apply);
-      f << "# written by ppstream tune: " << r.plans.front().label << " (" << tune::to_string(r.objective) << " "
-        << r.plans.front().score_ms << " ms over " << r.plans.front().trials << " trials)\n"
-        << r.plans.front().yaml;
+      const tune::PlanResult& best = r.plans.front();
+      f << "# written by ppstream tune: " << best.label << " (" << tune::to_string(r.objective) << " "
+        << fmt::format("{:.3f}", best.score_ms) << " ms"
+        << (r.objective == tune::Objective::P99 ? std::string() : fmt::format(", p99 {:.3f} ms", best.p99_ms)) << " over " << best.trials
+        << " trials: `ppstream simulate THIS.yaml --trials " << best.trials << "` reproduces them)\n"
+        << best.yaml;
       if (!f) throw std::invalid_argument("tune --apply: error writing " + args->apply);
     }
-    std::cout << (args->json ? tune::tune_json(r) + "\n" : tune::tune_table(r));
     exit_code = 0;
   });
 }

@@ -178,6 +178,7 @@ std::string report_table(const SimReport& rep) {
     row("step_time_p50_ms", [](const PolicyRun& p) { return std::optional<double>(p.trials.p50_ms); }, true);
     row("step_time_p90_ms", [](const PolicyRun& p) { return std::optional<double>(p.trials.p90_ms); }, true);
     row("step_time_p99_ms", [](const PolicyRun& p) { return std::optional<double>(p.trials.p99_ms); }, true);
+    row("step_time_mean_ms", [](const PolicyRun& p) { return std::optional<double>(p.trials.mean_ms); }, true);
   }
   row("peak_memory_gib", [](const PolicyRun& p) { return std::optional<double>(p.peak_memory_bytes / kGiB); }, true);
   std::map<int32_t, std::vector<double>> peaks;

@@ -7,6 +7,7 @@
 
 #include "ppstream/sim/memory.h"
 #include "ppstream/tune/tune.h"
+#include "tune/scoring.h"
 
 namespace ppstream::tune {
 namespace {
@@ -62,17 +63,36 @@ std::string origins_text(const TuneReport& r) {
   return out;
 }
 
-// The best of the three policy baselines under the objective (nullptr when there are none).
-const PlanResult* best_baseline(const TuneReport& r) {
-  const PlanResult* best = nullptr;
-  for (const PlanResult& b : r.baselines)
-    if (!best || b.score_ms < best->score_ms) best = &b;
-  return best;
-}
-
 double change(double x, double base) { return base > 0 ? (x - base) / base : 0.0; }
 
+// `b`'s objective over its first n trials (sim::summarize, nearest-rank percentiles).
+double score_over(const PlanResult& b, int32_t n, Objective o) {
+  if (n >= b.trials || static_cast<size_t>(n) > b.step_time_ms.size() || n < 1) return b.score_ms;
+  const sim::TrialStats s = tune_detail::stats_of(b.step_time_ms, n);
+  switch (o) {
+    case Objective::P99: return s.p99_ms;
+    case Objective::P50: return s.p50_ms;
+    case Objective::MEAN: return s.mean_ms;
+  }
+  return s.p99_ms;
+}
+
 }  // namespace
+
+Comparison compare(const TuneReport& r, const PlanResult& p) {
+  Comparison c;
+  c.trials = p.trials;
+  const double as_written = score_over(r.as_written, p.trials, r.objective);
+  c.baseline_score_ms.emplace_back(r.as_written.label, as_written);
+  c.vs_as_written = change(p.score_ms, as_written);
+  for (const PlanResult& b : r.baselines) {
+    const double s = score_over(b, p.trials, r.objective);
+    c.baseline_score_ms.emplace_back(b.label, s);
+    if (c.best.empty() || s < c.best_score_ms) c.best = b.label, c.best_score_ms = s;
+  }
+  if (!c.best.empty()) c.vs_best = change(p.score_ms, c.best_score_ms);
+  return c;
+}
 
 std::string tune_json(const TuneReport& r, int indent) {
   json j = {{"format", "ppstream.tune/1"},
@@ -96,9 +116,12 @@ std::string tune_json(const TuneReport& r, int indent) {
   json plans = json::array();
   for (const PlanResult& p : r.plans) {
     json j2 = plan_json(p);
-    json vs = {{"as written", change(p.score_ms, r.as_written.score_ms)}};
-    for (const PlanResult& b : r.baselines) vs[b.label] = change(p.score_ms, b.score_ms);
+    const Comparison c = compare(r, p);
+    json vs = json::object(), scores = json::object();
+    for (const auto& [label, s] : c.baseline_score_ms) vs[label] = change(p.score_ms, s), scores[label] = s;
     j2["change_ratio"] = std::move(vs);
+    j2["compared_trials"] = c.trials;
+    j2["baseline_score_ms"] = std::move(scores);
     plans.push_back(std::move(j2));
   }
   j["plans"] = std::move(plans);
@@ -106,8 +129,11 @@ std::string tune_json(const TuneReport& r, int indent) {
   json base = json::array();
   for (const PlanResult& b : r.baselines) base.push_back(plan_json(b));
   j["baselines"] = std::move(base);
-  if (const PlanResult* b = best_baseline(r); b && !r.plans.empty())
-    j["best_vs_best_baseline"] = {{"baseline", b->label}, {"change_ratio", change(r.plans.front().score_ms, b->score_ms)}};
+  if (!r.plans.empty())
+    if (const Comparison c = compare(r, r.plans.front()); !c.best.empty())
+      j["best_vs_best_baseline"] = {{"baseline", c.best}, {"change_ratio", c.vs_best}, {"compared_trials", c.trials},
+                                    {"baseline_score_ms", c.best_score_ms}};
+  j["notes"] = r.notes;
   json log = json::array();
   for (const LogEntry& e : r.log)
     log.push_back({{"plan", e.plan}, {"rung", e.rung}, {"trials", e.trials}, {"score_ms", e.score_ms}, {"outcome", e.outcome}});
@@ -120,13 +146,16 @@ std::string tune_table(const TuneReport& r) {
                                 to_string(r.objective), r.trials, r.candidates, r.verified, r.evaluated, r.simulations, r.trial_runs, r.wall_s,
                                 r.stopped_by_budget ? " (stopped at --budget-s: best so far)" : "");
   if (r.memory_budget_bytes) out += fmt::format("memory budget {} per rank\n", sim::format_bytes(*r.memory_budget_bytes));
-  const PlanResult* bb = best_baseline(r);
+  for (const std::string& n : r.notes) out += "note: " + n + "\n";
+  const bool has_baselines = !r.baselines.empty();
   out += fmt::format("{:<4}{:>10}{:>10}{:>10}{:>8}{:>12}{:>10}{:>10}  {}\n", "#", "p50_ms", "p99_ms", "mean_ms", "trials",
                      "peak_mem", "vs_cfg", "vs_base", "settings");
+  // vs_cfg / vs_base over the row's own trials: the baselines' first `trials` draws.
   auto line = [&](const std::string& tag, const PlanResult& p) {
+    const Comparison c = compare(r, p);
     out += fmt::format("{:<4}{:>10.3f}{:>10.3f}{:>10.3f}{:>8}{:>12}{:>+9.2f}%{:>10}  {}\n", tag, p.p50_ms, p.p99_ms, p.mean_ms,
-                       p.trials, sim::format_bytes(p.peak_memory_bytes), 100 * change(p.score_ms, r.as_written.score_ms),
-                       bb ? fmt::format("{:+.2f}%", 100 * change(p.score_ms, bb->score_ms)) : std::string("-"), p.label);
+                       p.trials, sim::format_bytes(p.peak_memory_bytes), 100 * c.vs_as_written,
+                       has_baselines ? fmt::format("{:+.2f}%", 100 * c.vs_best) : std::string("-"), p.label);
   };
   for (size_t n = 0; n < r.plans.size(); ++n) line(std::to_string(n + 1), r.plans[n]);
   out += "baselines (the config as written, and its reduction policies):\n";
@@ -151,7 +180,21 @@ std::string tune_table(const TuneReport& r) {
   for (const auto& [kind, v] : aside)
     out += fmt::format("set aside, {}: {} (first: {})\n", kind, v.first, v.second.substr(0, 300));
   if (r.cost_source == "trace") out += origins_text(r);
-  if (bb) out += fmt::format("vs_base: against the best baseline ({}, {} {:.3f} ms)\n", bb->label, to_string(r.objective), bb->score_ms);
+  // The comparisons' trial counts: every listed trial count, the baselines' score over it.
+  std::vector<int32_t> counts;
+  for (const PlanResult& p : r.plans)
+    if (std::find(counts.begin(), counts.end(), p.trials) == counts.end()) counts.push_back(p.trials);
+  if (counts.empty() || counts.front() != r.trials) counts.insert(counts.begin(), r.trials);
+  for (int32_t n : counts) {
+    PlanResult probe;
+    probe.trials = n;
+    const Comparison c = compare(r, probe);
+    const std::string over = n == r.trials ? fmt::format("over {} trials", n)
+                                           : fmt::format("rows over {} trials: against the baselines' first {} trials (the same draws)", n, n);
+    out += fmt::format("vs_cfg / vs_base {}: as written {} {:.3f} ms", over, to_string(r.objective), c.baseline_score_ms.front().second);
+    if (!c.best.empty()) out += fmt::format(", best baseline {} {:.3f} ms", c.best, c.best_score_ms);
+    out += "\n";
+  }
   return out;
 }
 

@@ -33,7 +33,16 @@ class Scoring {
   virtual std::vector<double> peak_per_rank_trial0() const = 0;
   // Where the plan's costs came from (from a trace; empty for the config's cost model).
   virtual CostOrigins origins() const { return {}; }
+  // Does the memory model have an input (a byte size > 0 among sim::MemorySpec's)? When none,
+  // every plan's peak is 0 B and a memory budget cannot bind.
+  virtual bool models_memory() const { return true; }
 };
+
+// Any byte size > 0 (stash, unsharded parameters, gradient buffer, receive buffer)?
+inline bool has_byte_sizes(const sim::MemorySpec& m) {
+  return m.stash_bytes_per_layer > 0 || m.unsharded_param_bytes_per_layer > 0 || m.grad_buffer_bytes_per_layer > 0 ||
+         m.recv_buffer_bytes > 0;
+}
 
 // Builds the scoring of one plan (its config); throws as sim::CompiledPlan does.
 using ScoringFactory = std::function<std::unique_ptr<Scoring>(const PipelineConfig&)>;
@@ -46,6 +55,7 @@ class PlanScoring : public Scoring {
   int32_t trials() const override { return static_cast<int32_t>(step_ms_.size()); }
   double peak_memory_bytes() const override { return peak_; }
   std::vector<double> peak_per_rank_trial0() const override;
+  bool models_memory() const override { return has_byte_sizes(memory_); }
 
  private:
   sim::CompiledPlan plan_;
@@ -67,6 +77,7 @@ class TraceScoring : public Scoring {
   double peak_memory_bytes() const override { return peak_; }
   std::vector<double> peak_per_rank_trial0() const override;
   CostOrigins origins() const override { return costs_->origins(); }
+  bool models_memory() const override { return has_byte_sizes(memory_); }
 
  private:
   EngineResult run(uint64_t trial) const;  // throws std::invalid_argument on a deadlock
@@ -82,8 +93,10 @@ class TraceScoring : public Scoring {
 
 // Step-time statistics (sim::summarize) of the first `trials` of `step_ms`.
 sim::TrialStats stats_of(const std::vector<double>& step_ms, int32_t trials);
+// Seconds since the search started (a test's fake clock; empty: the steady clock).
+using ElapsedClock = std::function<double()>;
 // The search (search.cpp) with plans scored by `make`.
-TuneReport search(const PipelineConfig& cfg, const TuneOptions& opts, ScoringFactory make);
+TuneReport search(const PipelineConfig& cfg, const TuneOptions& opts, ScoringFactory make, ElapsedClock clock = {});
 
 // Peak bytes per program of one engine run (sim::compute_memory).
 std::vector<double> rank_peaks(const ProgramSet& set, const EngineResult& run, const PipelineConfig& cfg,

@@ -79,8 +79,8 @@ std::string verify_plan(const PipelineConfig& c, std::string& programs_text) {
 
 class Search {
  public:
-  Search(const PipelineConfig& cfg, const TuneOptions& o, tune_detail::ScoringFactory make)
-      : base_(cfg), o_(o), make_(std::move(make)), t0_(Clock::now()) {}
+  Search(const PipelineConfig& cfg, const TuneOptions& o, tune_detail::ScoringFactory make, tune_detail::ElapsedClock clock)
+      : base_(cfg), o_(o), make_(std::move(make)), clock_(std::move(clock)), t0_(Clock::now()) {}
 
   TuneReport run() {
     check_options();
@@ -89,7 +89,7 @@ class Search {
     rep_.memory_budget_bytes = o_.memory_budget_bytes;
     rep_.space = o_.space.empty() ? default_space(base_) : o_.space;
     base_yaml_ = to_yaml(base_);
-    rep_.as_written = score_once(base_, {}, "as written");
+    rep_.as_written = score_once(base_, {}, "as written", /*as_written=*/true);
     baselines();
     collect();
     halve();
@@ -98,7 +98,7 @@ class Search {
   }
 
  private:
-  double elapsed() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
+  double elapsed() const { return clock_ ? clock_() : std::chrono::duration<double>(Clock::now() - t0_).count(); }
   bool out_of_time() {
     if (o_.budget_s && elapsed() >= *o_.budget_s) rep_.stopped_by_budget = true;
     return rep_.stopped_by_budget;
@@ -108,8 +108,10 @@ class Search {
     if (o_.eta < 2) throw std::invalid_argument(fmt::format("tune: eta {} must be at least 2", o_.eta));
     if (o_.min_trials < 1) throw std::invalid_argument("tune: min_trials must be at least 1");
     if (o_.budget_s && !(*o_.budget_s > 0)) throw std::invalid_argument("tune --budget-s: expected a time > 0 s");
-    if (o_.memory_budget_bytes && !(*o_.memory_budget_bytes > 0))
-      throw std::invalid_argument("tune --memory-budget: expected a byte count > 0");
+    if (o_.memory_budget_bytes && !(*o_.memory_budget_bytes >= 1 && std::isfinite(*o_.memory_budget_bytes) &&
+                                    std::floor(*o_.memory_budget_bytes) == *o_.memory_budget_bytes))
+      throw std::invalid_argument(fmt::format("tune --memory-budget {}: expected a whole number of bytes > 0", *o_.memory_budget_bytes));
+    if (!o_.space.empty()) check_space(o_.space, base_);
   }
 
   // Trials 0..trials-1 of `plan` (the same draws for every plan), extending what it has run.
@@ -125,6 +127,7 @@ class Search {
     p.trials = trials;
     p.p50_ms = st.p50_ms, p.p99_ms = st.p99_ms, p.mean_ms = st.mean_ms;
     p.score_ms = objective_of(o_.objective, st);
+    p.step_time_ms = st.step_time_ms;
     p.peak_memory_bytes = plan.peak_memory_bytes();
     p.over_budget = o_.memory_budget_bytes && p.peak_memory_bytes > *o_.memory_budget_bytes;
     const tune_detail::CostOrigins origins = plan.origins();
@@ -136,8 +139,14 @@ class Search {
     return p;
   }
   // A plan scored once over every trial (the config as written, the baselines).
-  PlanResult score_once(const PipelineConfig& c, const Settings& settings, const std::string& label) {
+  PlanResult score_once(const PipelineConfig& c, const Settings& settings, const std::string& label, bool as_written = false) {
     const std::unique_ptr<tune_detail::Scoring> plan = make_(c);
+    // The plan space never changes the cost: section, so the config's memory model is every plan's.
+    if (as_written && o_.memory_budget_bytes && !plan->models_memory())
+      throw std::invalid_argument(
+          "tune --memory-budget: the config's cost: section gives the memory model no byte size (stash_bytes_per_layer, "
+          "activation_bytes, param_bytes_per_layer, grad_bytes_per_layer and the memory keys are all 0 or absent; "
+          "docs/simulate.md \"Memory\"), so every plan's peak is 0 B and a budget cannot bind: set them, or drop --memory-budget");
     PlanResult p = score(*plan, c, o_.trials, settings, label);
     p.peak_per_rank_bytes = plan->peak_per_rank_trial0();
     return p;
@@ -271,6 +280,7 @@ class Search {
   const PipelineConfig& base_;
   const TuneOptions& o_;
   tune_detail::ScoringFactory make_;
+  tune_detail::ElapsedClock clock_;
   Clock::time_point t0_;
   std::string base_yaml_;
   TuneReport rep_;
@@ -281,14 +291,28 @@ class Search {
 
 }  // namespace
 
+// What a report from a config's cost and straggler models rests on (TuneReport::notes).
+static std::vector<std::string> config_notes(const PipelineConfig& cfg) {
+  std::vector<std::string> out;
+  if (cfg.extra_sections.find("cost") == cfg.extra_sections.end())
+    out.push_back("the config has no cost: section: every plan is scored on the cost model's defaults "
+                  "(docs/simulate.md \"Cost model\")");
+  if (cfg.extra_sections.find("straggler") == cfg.extra_sections.end())
+    out.push_back("the config has no straggler: section: no trial draws a delay, so the trials are one step "
+                  "repeated and p50 = p99 = mean");
+  return out;
+}
+
 TuneReport tune(const PipelineConfig& cfg, const TuneOptions& opts) {
-  return Search(cfg, opts, [](const PipelineConfig& c) { return std::make_unique<tune_detail::PlanScoring>(c); }).run();
+  TuneReport r = Search(cfg, opts, [](const PipelineConfig& c) { return std::make_unique<tune_detail::PlanScoring>(c); }, {}).run();
+  r.notes = config_notes(cfg);
+  return r;
 }
 
 }  // namespace ppstream::tune
 
 namespace ppstream::tune_detail {
-TuneReport search(const PipelineConfig& cfg, const TuneOptions& opts, ScoringFactory make) {
-  return tune::Search(cfg, opts, std::move(make)).run();
+TuneReport search(const PipelineConfig& cfg, const TuneOptions& opts, ScoringFactory make, ElapsedClock clock) {
+  return tune::Search(cfg, opts, std::move(make), std::move(clock)).run();
 }
 }  // namespace ppstream::tune_detail

@@ -41,8 +41,25 @@ using Settings = std::vector<std::pair<std::string, std::string>>;  // key=value
 // interleaved_1f1b, interleaved_zb, and zbv / dualpipev at vpp 2) and, when sharded, the
 // prefetch depth 1..vpp. Values that the config already has are included (so it is a plan).
 std::vector<Dimension> default_space(const PipelineConfig& cfg);
-// "KEY=V1,V2": one dimension; throws std::invalid_argument naming the text and what is wrong
-// (no '=', an empty value list, a key the config loader does not know, checked by applying it).
+// The keys a space may vary (docs/tune.md "The plan space"): how the same job runs, never what
+// it is (model, batch, world sizes, layer split, costs, straggler model are not plan keys).
+// `values`: the spellings accepted (an enumerated key); empty: an integer key >= min_int.
+struct SpaceKey {
+  std::string key;
+  std::vector<std::string> values;
+  int32_t min_int = 0;
+};
+const std::vector<SpaceKey>& plan_space_keys();
+// Throws std::invalid_argument naming the key and value: a key not in plan_space_keys(), no or
+// an empty value, a value given twice, a value not among the key's spellings, an integer below
+// its minimum (max_active_stages: above the config's pipeline_parallel_interleave_num). A value
+// that parses but that the config rules reject in combination is no error here: the search logs
+// that plan `invalid: …`.
+void check_dimension(const Dimension& d, const PipelineConfig& cfg);
+// check_dimension on each axis, and a key given on two axes is an error (std::invalid_argument).
+void check_space(const std::vector<Dimension>& space, const PipelineConfig& cfg);
+// "KEY=V1,V2": one dimension, checked (check_dimension); throws std::invalid_argument naming the
+// text and what is wrong (also no '=').
 Dimension parse_dimension(const std::string& text, const PipelineConfig& cfg);
 
 struct TuneOptions {
@@ -68,6 +85,9 @@ struct PlanResult {
   int32_t trials = 0;             // trials its figures are over
   double p50_ms = 0, p99_ms = 0, mean_ms = 0;
   double score_ms = 0;            // the objective
+  std::vector<double> step_time_ms;  // each trial's step time, trial 0 … trials−1 (the same draws for
+                                     // every plan: a plan over fewer trials is compared with the
+                                     // baselines' first `trials` of these)
   double peak_memory_bytes = 0;   // max over ranks and trials (sim/memory.h)
   std::vector<double> peak_per_rank_bytes;  // trial 0, per program (PP rank)
   bool over_budget = false;
@@ -108,12 +128,17 @@ struct TuneReport {
   int64_t simulations = 0;                   // plan × rung scorings (the baselines one each)
   int64_t trial_runs = 0;                    // engine runs over every scoring (each trial once per plan)
   bool stopped_by_budget = false;
+  // What the figures rest on that a reader should know (no cost: section: the cost model's
+  // defaults; no straggler: section: no tail, every trial the same step).
+  std::vector<std::string> notes;
   double wall_s = 0, time_to_best_s = 0;     // time to the first scoring of the plan that ends best
   std::vector<LogEntry> log;
 };
 
 // Throws ConfigError for a config that does not compile as written, std::invalid_argument for
-// bad options. Never returns a plan over the memory budget.
+// bad options: trials < 1, a space that check_space rejects, a memory budget that is not a whole
+// byte count > 0, or one given for a config whose memory model has no byte sizes (every peak
+// would be 0 B). Never returns a plan over the memory budget.
 TuneReport tune(const PipelineConfig& cfg, const TuneOptions& opts);
 
 // A measured job for tune (docs/tune.md "From a trace"): one or more ppstream traces of one job
@@ -135,6 +160,26 @@ TraceJob lift_traces(const std::vector<std::string>& paths);
 // The search over variants of job.config, each plan's instructions costed from the measured job
 // and its trials' tails the observed arrival delays. Throws as tune(cfg, opts).
 TuneReport tune(const TraceJob& job, const TuneOptions& opts);
+
+// "--memory-budget" text: a whole number of bytes, optionally with a unit (B; KiB MiB GiB TiB =
+// 2^10…2^40; KB MB GB TB = 10^3…10^12; a decimal number is allowed with a unit when the
+// product is whole bytes, "1.5GiB"). Throws std::invalid_argument naming the text: empty, not
+// a number, an unknown unit (e.g. "G": GiB or GB?), 0, negative, a fraction of a byte, inf,
+// nan, or above 2^63 bytes.
+double parse_memory_budget(const std::string& text);
+
+// The comparisons a plan's figures make (docs/tune.md "Outputs"): every baseline over the same
+// trials as the plan (the first `trials` draws: common random numbers), whatever the baselines
+// were scored over. `baseline_score_ms`: label ("as written", "inline", …) → the objective over
+// those trials; `best`: the lowest of the policy baselines ("" when the config has no DP).
+struct Comparison {
+  int32_t trials = 0;
+  std::vector<std::pair<std::string, double>> baseline_score_ms;
+  std::string best;
+  double best_score_ms = 0;
+  double vs_as_written = 0, vs_best = 0;  // (plan − baseline) / baseline, of the objective
+};
+Comparison compare(const TuneReport& r, const PlanResult& p);
 
 // JSON {"format":"ppstream.tune/1", "plans":[{settings, p50_ms, p99_ms, mean_ms,
 // peak_memory_bytes, …}], "evaluated", "verified", "baselines", "log", …}; table for people.

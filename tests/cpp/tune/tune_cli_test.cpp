@@ -1,5 +1,6 @@
 // `ppstream tune` as a user runs it: --json, --apply OUT.yaml and `simulate OUT.yaml --trials N`
-// reproducing the reported p99 exactly; a memory budget nothing fits makes --apply an error.
+// reproducing the reported p99 exactly; a memory budget nothing fits, or a space with no valid
+// point, makes --apply an error after the report.
 #include <gtest/gtest.h>
 #include <filesystem>
 #include <fstream>
@@ -77,7 +78,26 @@ TEST_F(TuneCli, NothingWithinTheMemoryBudgetIsAnErrorForApply) {
   const CliRun t = run("tune " + cfg_ + " --trials 3 --space schedule=gpipe,1f1b --memory-budget 1 --apply " + out_);
   EXPECT_NE(t.rc, 0);
   EXPECT_NE(t.err.find("no plan within the memory budget"), std::string::npos) << t.err;
+  EXPECT_NE(t.out.find("no plan in the space is within the memory budget"), std::string::npos) << t.out;  // the report first
   EXPECT_FALSE(fs::exists(out_));
+}
+
+// Every point set aside (interleaved schedules need vpp > 1): --apply says so (not "memory
+// budget"), after printing the --json report; a budget with a unit parses, one without a known
+// unit is an input error (exit 2, not CLI11's conversion failure).
+TEST_F(TuneCli, ApplyWithNoPlanScoredSaysWhyAfterTheReport) {
+  const CliRun t = run("tune " + cfg_ + " --trials 2 --space schedule=interleaved_1f1b --memory-budget 80GiB --json --quiet --apply " + out_);
+  EXPECT_EQ(t.rc, 2);
+  EXPECT_NE(t.err.find("no plan in the space was scored (1 point, 0 verified"), std::string::npos) << t.err;
+  const auto j = nlohmann::json::parse(t.out);
+  EXPECT_EQ(j["memory_budget_bytes"].get<double>(), 80.0 * 1073741824);
+  EXPECT_TRUE(j["plans"].empty());
+  EXPECT_EQ(j["log"][0]["outcome"].get<std::string>().rfind("invalid: ", 0), 0u);
+  EXPECT_FALSE(fs::exists(out_));
+  const CliRun g = run("tune " + cfg_ + " --trials 2 --memory-budget 80G");
+  EXPECT_EQ(g.rc, 2);
+  EXPECT_NE(g.err.find("unknown unit 'G'"), std::string::npos) << g.err;
+  EXPECT_EQ(g.out, "");
 }
 
 // tune --from-trace on a `simulate --trace` file: the search on its measured costs, the JSON says

@@ -10,27 +10,14 @@
 #include "ppstream/config/config.h"
 #include "ppstream/sim/simulate.h"
 #include "ppstream/tune/tune.h"
+#include "small_config.h"
 
 namespace ppstream::tune {
 namespace {
 
 // Stash 1 MiB per layer and microbatch, two layers per stage: GPipe holds 4 stashes (8 MiB),
 // 1F1B at most 2 on rank 0 (4 MiB), so a 6 MiB budget leaves GPipe out.
-PipelineConfig small() {
-  return load_config_text(R"(
-pipeline_parallel_size: 2
-micro_batch_num: 4
-num_layers: 4
-schedule: 1f1b
-data_parallel: {mode: hsdp, shard_size: 1, replicate_size: 4, reduce_grad: inline}
-cost: {forward_ms_per_layer: 1, backward_ms_per_layer: 2, grad_bytes_per_layer: 1.0e8,
-       replicate_bandwidth_gb_per_s: 50, stash_bytes_per_layer: 1048576, grad_buffer_bytes_per_layer: 0}
-straggler:
-  seed: 3
-  distribution: {kind: lognormal, median_ms: 2, sigma: 1.0, collectives: [reduce_grad]}
-)",
-                          "test");
-}
+PipelineConfig small() { return testing_small::small_config(3, /*stash=*/true); }
 
 TuneOptions options(int32_t trials) {
   TuneOptions o;
