@@ -11,7 +11,7 @@ compute_ms.py there on the parquet table, runs `ppstream whatif --json` on the t
 S, S per DP rank / stage / op type, M_W and M_S beside each other with the relative difference,
 then CPU time and peak memory of both:
     python3 scripts/whatif_check.py --artifact ../shared/whatif/bytedance-straggler-analysis \\
-        --ppstream build-rel/ppstream [--traces AR ST] [--job DIR_OF_A_SYNTHETIC_JOB]
+        --ppstream build-rel/ppstream [--traces AR ST] [--job DIR_OF_A_SYNTHETIC_JOB] [--evaluator engine|graph]
 Exit status 1 when a figure differs by more than 1 % (M_W, M_S: 0.03) or the worst worker, stage
 or op type differs. CPU time and peak RSS come from GNU time (user+sys seconds, max RSS) for each
 process: the artifact's three processes are summed (CPU) and maxed (memory).
@@ -111,6 +111,8 @@ def main():
     ap.add_argument("--ppstream", default="build/ppstream")
     ap.add_argument("--venv", default=os.path.expanduser("~/.cache/ppstream/wia-venv"))
     ap.add_argument("--traces", nargs="*", default=["AR", "ST"])
+    ap.add_argument("--evaluator", choices=["engine", "graph"],
+                    help="ppstream's evaluator (whatif --evaluator; default: ppstream's own, the graph)")
     ap.add_argument("--job", action="append", default=[],
                     help="a directory holding meta-X.yaml, trace-X.parquet, timeline-X.json.gz (e.g. from "
                          "scripts/make_whatif_job.py); may repeat")
@@ -127,7 +129,8 @@ def main():
                                       (f"trace-{name}.parquet", f"meta-{name}.yaml", f"timeline-{name}.json.gz"))
         with tempfile.TemporaryDirectory() as out:
             theirs, cpu_a, mem_a = run_artifact(py, art, name, trace, meta_yaml, out)
-        text, cpu_o, mem_o = timed([args.ppstream, "whatif", timeline, "--json"])
+        evaluator = ["--evaluator", args.evaluator] if args.evaluator else []
+        text, cpu_o, mem_o = timed([args.ppstream, "whatif", timeline, "--json", *evaluator])
         ours = json.loads(text)
         ok &= compare(name, theirs, ours)
         bench.append((name, ours["ops"], cpu_a, cpu_o, mem_a, mem_o))

@@ -1,5 +1,5 @@
 // `ppstream whatif PATH... [--json] [--svg OUT.svg] [--trace OUT.json] [--steps A-B] [--agg mean|median]
-// [--reduce-grad inline|async] [--check-programs]`
+// [--reduce-grad inline|async] [--evaluator engine|graph] [--check-programs]`
 // (docs/whatif.md).
 #include <unistd.h>
 
@@ -39,7 +39,7 @@ void register_whatif(CLI::App& app, int& exit_code) {
   struct Args {
     std::vector<std::string> paths;
     bool json = false, check_programs = false;
-    std::string svg, trace, steps, agg = "mean", reduce_grad;
+    std::string svg, trace, steps, agg = "mean", reduce_grad, evaluator = "graph";
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("whatif", "Straggler what-if of a job's Megatron timer trace or a ppstream trace: slowdown S, per DP rank, "
@@ -56,15 +56,20 @@ void register_whatif(CLI::App& app, int& exit_code) {
   cmd->add_option("--reduce-grad", a->reduce_grad, "counterfactual: re-place the gradient reductions (inline | async) "
                                                   "and predict the step")
       ->check(CLI::IsMember({"inline", "async"}));
+  cmd->add_option("--evaluator", a->evaluator, "timer traces: what computes the figures: graph (the lifted graph's own "
+                  "evaluator; default, the faster) or engine (the engine on the lifted, verified stream programs); the "
+                  "figures are the same")
+      ->check(CLI::IsMember({"engine", "graph"}));
   cmd->add_flag("--check-programs", a->check_programs,
-                "timer traces: also lift the graph into stream programs, verify them and run the engine beside every "
-                "evaluation without launch delays (programs_check in the result)");
+                "timer traces: also run the other evaluator (graph or engine) beside every evaluation and report the "
+                "largest difference (programs_check in the result)");
   cmd->callback([a, &exit_code]() {
     whatif::WhatIfOptions opts;
     if (!a->steps.empty()) opts.steps = parse_steps(a->steps);
     opts.agg = a->agg == "median" ? whatif::Agg::MEDIAN : whatif::Agg::MEAN;
     if (!a->reduce_grad.empty()) opts.reduce_grad = parse_reduce_policy(a->reduce_grad);
     opts.check_programs = a->check_programs;
+    opts.evaluator = a->evaluator == "graph" ? whatif::Evaluator::GRAPH : whatif::Evaluator::ENGINE;
     const bool tty = isatty(STDERR_FILENO) != 0;
     opts.progress = [tty](int64_t done, int64_t total) {
       if (tty && total > 20) std::cerr << "\rwhatif: simulation " << done << "/" << total << (done == total ? "\n" : "") << std::flush;

@@ -127,6 +127,9 @@ class Runner {
   double host_issue_ms(int32_t p, int32_t i) const {
     return st_.cost ? checked(st_.cost->host_issue_ms(st_.set.programs[p], instr(p, i)), p, i, "host_issue_ms") : 0.0;
   }
+  double launch_delay_ms(int32_t p, int32_t i) const {
+    return st_.cost ? checked(st_.cost->launch_delay_ms(st_.set.programs[p], instr(p, i)), p, i, "launch_delay_ms") : 0.0;
+  }
   double external_ms(int32_t p, int32_t i) const {
     return st_.cost ? checked(st_.cost->external_arrival_ms(st_.set.programs[p], instr(p, i)), p, i,
                               "external_arrival_ms")
@@ -161,15 +164,21 @@ class Runner {
     try_start(p, i, t);
   }
 
+  // Instruction i's start condition held at t (at its stream head, issued, a WAIT's event
+  // fired): it starts launch_delay_ms later (docs/semantics.md "Launch delay").
   void try_start(int32_t p, int32_t i, double t) {
     InstrTiming& tm = st_.timing(p, i);
-    switch (st_.topo.op_of[st_.topo.global(p, i)]) {
+    const OpKind kind = st_.topo.op_of[st_.topo.global(p, i)];
+    if (kind == OpKind::WAIT) {
+      const int32_t rec = synced_record(p, i);
+      if (st_.platform.events_enforced() && (rec == kNone || !st_.timing(p, rec).finished())) {
+        st_.parked_wait[st_.stream_slot(p, i)] = i;  // woken by fire(), which calls again
+        return;
+      }
+    }
+    t += launch_delay_ms(p, i);
+    switch (kind) {
       case OpKind::WAIT: {
-        const int32_t rec = synced_record(p, i);
-        if (st_.platform.events_enforced() && (rec == kNone || !st_.timing(p, rec).finished())) {
-          st_.parked_wait[st_.stream_slot(p, i)] = i;  // woken by fire()
-          return;
-        }
         tm.start_ms = t;
         schedule(p, i, t);
         return;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "engine_eval.h"
 #include "graph.h"
 #include "graph_counterfactual.h"
 #include "graph_programs.h"
@@ -22,6 +23,9 @@ constexpr double kClampMs = 10.0;  // negative delays / transfers beyond clock s
 struct Measured {
   int64_t rows = 0;
   std::vector<double> dur, transfer, delay;  // [op · rows + row]
+  // Transfers and delays kept below 0 (in (-kClampMs, 0)), and the most negative of them (ms).
+  int64_t negative = 0;
+  double most_negative = 0;
 };
 
 // Per-type ideal values: duration of compute-like ops, transfer of group members.
@@ -50,18 +54,43 @@ struct Analysis {
   Measured m;
   Ideal ideal;
   int64_t sims_done = 0, sims_total = 0;
-  // check_programs: the lifted programs of `g`, and what comparing the engine with the graph found.
-  const GraphPrograms* programs = nullptr;
+  // The lifted programs of `g` (engine evaluator or check_programs), and what comparing the
+  // engine with the graph evaluator found.
+  const EngineWorlds* worlds = nullptr;
   ProgramsCheck check{};
 
-  // The engine on the programs under `view` beside the graph's steps `graph_ms` (S steps, or one
-  // for a view that is the same on every step).
+  bool on_engine() const { return opts.evaluator == Evaluator::ENGINE; }
+
+  // One evaluation (docs/whatif.md "Evaluation on the engine"): the step time of each of
+  // `steps` steps under `view`, on `rows` rows per step — job.dp (the full world), 2 (the
+  // reduced world: row 0 one DP rank, row 1 the ideal row standing for the others) or 1 (a
+  // view equal on every row: the ideal). By the evaluator of opts; with check_programs the
+  // other one runs beside it and the largest difference is kept (not for the re-simulation with
+  // launch delays, `compare` false: there the engine takes the trace's small negative delays
+  // and transfers as 0, docs/whatif.md "Negative costs"). `graph` / `w`: the graph and its
+  // lifted worlds (the traced one or the counterfactual's).
   template <class View>
-  void compare(const View& view, const std::vector<double>& graph_ms) {
-    if (!programs) return;
-    const auto engine_ms = engine_steps(*programs, static_cast<int32_t>(graph_ms.size()), view);
-    check.runs += static_cast<int64_t>(graph_ms.size());
-    for (size_t s = 0; s < graph_ms.size(); ++s) check.max_diff_ms = std::max(check.max_diff_ms, std::abs(engine_ms[s] - graph_ms[s]));
+  std::vector<double> eval(const Graph& graph, const EngineWorlds* w, const View& view, int32_t nsteps, int32_t rows,
+                           EngineResult* keep = nullptr, SimRun* keep_graph = nullptr, bool compare = true) {
+    const auto by_engine = [&] {
+      const EngineWorld& world = rows == job.dp ? *w->full : w->two_rows();
+      check.runs += nsteps;
+      std::vector<double> out;
+      for (int32_t s = 0; s < nsteps; ++s) out.push_back(world.step_ms(view, s, s == 0 ? keep : nullptr));
+      return out;
+    };
+    const auto by_graph = [&] {
+      SimRun r = simulate_graph(graph, nsteps, rows, view, keep_graph != nullptr);
+      auto out = r.step_ms;
+      if (keep_graph) *keep_graph = std::move(r);
+      return out;
+    };
+    std::vector<double> out = on_engine() ? by_engine() : by_graph();
+    if (opts.check_programs && compare) {
+      const std::vector<double> other = on_engine() ? by_graph() : by_engine();
+      for (size_t s = 0; s < out.size(); ++s) check.max_diff_ms = std::max(check.max_diff_ms, std::abs(other[s] - out[s]));
+    }
+    return out;
   }
 
   int32_t K() const { return static_cast<int32_t>(job.ops.size()); }
@@ -99,6 +128,10 @@ struct Analysis {
             ++clamped_transfer;
           }
           m.transfer[at] = t;
+          if (t < 0) {
+            ++m.negative;
+            m.most_negative = std::min(m.most_negative, t);
+          }
         }
       }
     }
@@ -114,6 +147,10 @@ struct Analysis {
           ++clamped_delay;
         }
         m.delay[at] = d;
+        if (d < 0) {
+          ++m.negative;
+          m.most_negative = std::min(m.most_negative, d);
+        }
       }
     }
     // The table's times are not needed past here: its durations become the measured costs.
@@ -190,11 +227,9 @@ struct Analysis {
   }
 
   std::vector<double> run_full(auto keep) {
-    auto cost = mixed(keep, [](int64_t j) { return j; });
-    auto r = simulate_graph(g, steps(), job.dp, cost);
-    compare(cost, r.step_ms);
+    auto out = eval(g, worlds, mixed(keep, [](int64_t j) { return j; }), steps(), job.dp);
     tick();
-    return r.step_ms;
+    return out;
   }
 };
 
@@ -226,19 +261,20 @@ WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOp
   res.vpp = job.vpp;
   res.ops = job.trace_ops;
   res.graph_ops = static_cast<int64_t>(job.ops.size());
-  std::optional<GraphPrograms> programs, programs2;
-  if (opts.check_programs) {
-    programs = programs_of_graph(job, g, res.notes);
-    require_verified(programs->set, {}, "whatif: the lifted programs");
-    if (g2) {
-      programs2 = programs_of_graph(job, *g2, res.notes);
-      require_verified(programs2->set, {}, "whatif: the lifted programs with the reductions re-placed");
-    }
+  // The lifted worlds (engine_eval.h), verified: the engine's programs, or the check's.
+  EngineWorlds worlds, worlds2;
+  if (opts.evaluator == Evaluator::ENGINE || opts.check_programs) {
+    worlds = lift_worlds(job, g, res.notes, "whatif: the lifted programs", true);
+    if (g2) worlds2 = lift_worlds(job, *g2, res.notes, "whatif: the lifted programs with the reductions re-placed", false);
   }
 
   Analysis a{job, g, opts, {}, {}};
-  if (programs) a.programs = &*programs;
+  if (worlds.full) a.worlds = &worlds;
   a.measure(res.notes);
+  if (a.on_engine() && a.m.negative > 0)
+    res.notes.push_back(fmt::format("{} transfer times and launch delays slightly below 0 (down to {:.6f} ms; the trace's "
+                                    "rounding) are taken as 0 by the engine (docs/whatif.md \"Negative costs\")",
+                                    a.m.negative, a.m.most_negative));
   a.make_ideal();
   std::vector<std::string> labels;
   for (const TemplateOp& op : job.ops) {
@@ -248,15 +284,32 @@ WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOp
   a.sims_total = 3 + job.dp + job.pp + static_cast<int64_t>(labels.size()) + 4;
 
   const int32_t S = a.steps();
-  const auto resim = simulate_graph(g, S, job.dp, Analysis::MeasuredCost{a.m, true}).step_ms;
+  const auto resim = a.eval(g, a.worlds, Analysis::MeasuredCost{a.m, true}, S, job.dp, nullptr, nullptr, false);
   a.tick();
-  const auto nodelay = simulate_graph(g, S, job.dp, Analysis::MeasuredCost{a.m, false}).step_ms;
-  a.compare(Analysis::MeasuredCost{a.m, false}, nodelay);
+  const auto nodelay = a.eval(g, a.worlds, Analysis::MeasuredCost{a.m, false}, S, job.dp);
   a.tick();
-  const auto ideal_run = simulate_graph(g, 1, 1, Analysis::IdealCost{a.ideal}, true);
-  a.compare(Analysis::IdealCost{a.ideal}, ideal_run.step_ms);
+  EngineResult ideal_engine;
+  SimRun ideal_graph;
+  const double ideal_ms = a.eval(g, a.worlds, Analysis::IdealCost{a.ideal}, 1, 1, &ideal_engine, &ideal_graph).front();
   a.tick();
-  const std::vector<double> ideal(static_cast<size_t>(S), ideal_run.step_ms.front());
+  const std::vector<double> ideal(static_cast<size_t>(S), ideal_ms);
+  // Each template op's ideal start and end on DP rank 0 (row 0 of the engine's world).
+  std::vector<double> ideal_start(job.ops.size()), ideal_end(job.ops.size());
+  if (a.on_engine()) {
+    const EngineWorld& w = worlds.two_rows();
+    for (size_t p = 0; p < w.gp.set.programs.size(); ++p) {
+      if (w.gp.set.programs[p].rank.v % w.gp.dp != 0) continue;
+      for (size_t i = 0; i < w.gp.op_of[p].size(); ++i) {
+        const int32_t k = w.gp.op_of[p][i];
+        if (k < 0) continue;
+        ideal_start[static_cast<size_t>(k)] = ideal_engine.timing[p][i].start_ms;
+        ideal_end[static_cast<size_t>(k)] = ideal_engine.timing[p][i].end_ms;
+      }
+    }
+  } else {
+    ideal_start = ideal_graph.start_ms;
+    ideal_end = ideal_graph.end_ms;
+  }
 
   for (int32_t s = 0; s < S; ++s) {
     StepFigures f;
@@ -278,7 +331,7 @@ WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOp
                              : (is_compute(op.type) || op.type == OpType::OPTIMIZER || op.type == OpType::GC) ? "compute"
                                                                                                             : "dp-comm";
     res.ideal_timeline.push_back({op.stage, lane, fmt::format("{} #{}", name_of(op.type), op.seq),
-                                  ideal_run.start_ms[static_cast<size_t>(k)], ideal_run.end_ms[static_cast<size_t>(k)]});
+                                  ideal_start[static_cast<size_t>(k)], ideal_end[static_cast<size_t>(k)]});
   }
 
   const int32_t dp = job.dp;
@@ -295,20 +348,14 @@ WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOp
     const bool async = *opts.reduce_grad == ReducePolicy::ASYNC;
     WhatIfResult::Prediction pr;
     pr.policy = async ? "async" : "inline";
-    const auto graph_steps = simulate_graph(*g2, S, job.dp, Analysis::MeasuredCost{a.m, false}).step_ms;
-    pr.graph_ms = mean(graph_steps);
-    pr.graph_ideal_ms = simulate_graph(*g2, 1, 1, Analysis::IdealCost{a.ideal}).step_ms.front();
-    if (programs2) {  // the re-placed graph's programs, checked the same way
-      const GraphPrograms* traced = a.programs;
-      a.programs = &*programs2;
-      a.compare(Analysis::MeasuredCost{a.m, false}, graph_steps);
-      a.compare(Analysis::IdealCost{a.ideal}, std::vector<double>{*pr.graph_ideal_ms});
-      a.programs = traced;
-    }
+    // The graph's own rewrite (graph_ms, kept beside the prediction), by the chosen evaluator.
+    const EngineWorlds* w2 = worlds2.full ? &worlds2 : nullptr;
+    pr.graph_ms = mean(a.eval(*g2, w2, Analysis::MeasuredCost{a.m, false}, S, job.dp));
+    pr.graph_ideal_ms = a.eval(*g2, w2, Analysis::IdealCost{a.ideal}, 1, 1).front();
     // The prediction: the compiler's place-reductions on the lifted programs (graph_counterfactual.h).
     std::optional<GraphPrograms> lifted;
-    if (!programs) lifted = programs_of_graph(job, g, res.notes);
-    predict_by_pass(job, programs ? *programs : *lifted, *opts.reduce_grad, S, Analysis::MeasuredCost{a.m, false},
+    if (!worlds.full) lifted = programs_of_graph(job, g, res.notes);
+    predict_by_pass(job, worlds.full ? worlds.full->gp : *lifted, *opts.reduce_grad, S, Analysis::MeasuredCost{a.m, false},
                     Analysis::IdealCost{a.ideal}, pr, res.notes);
     pr.traced_ms = mean(nodelay);
     pr.traced_ideal_ms = mean(ideal);
@@ -324,9 +371,7 @@ WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOp
         // Every other DP rank is ideal, and ideal rows are identical: one stands for all.
         auto cost = a.mixed([](int32_t, int64_t) { return true; },
                             [dp, d](int64_t j) { return j % 2 == 0 ? (j / 2) * dp + d : int64_t{-1}; });
-        sim = simulate_graph(g, S, 2, cost).step_ms;
-        // The engine runs every row: DP rank d measured, the others ideal.
-        a.compare(a.mixed([&](int32_t, int64_t r) { return r % dp == d; }, [](int64_t j) { return j; }), sim);
+        sim = a.eval(g, a.worlds, cost, S, 2);
         a.tick();
       }
       attribute(sim, ideal, job, std::to_string(d), res.by_dp_rank, res.by_dp_rank_per_step);
@@ -373,9 +418,9 @@ WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOp
     res.notes.push_back(fmt::format("S = {:.4f} is below the attribution threshold {:.4f}: no attribution, no M_W",
                                     res.slowdown, opts.decompose_threshold));
   }
-  if (programs) {
-    a.check.programs = static_cast<int64_t>(programs->set.programs.size());
-    a.check.instructions = programs->instructions();
+  if (opts.check_programs) {
+    a.check.programs = static_cast<int64_t>(worlds.full->gp.set.programs.size());
+    a.check.instructions = worlds.full->gp.instructions();
     res.programs_check = a.check;
   }
   return res;

@@ -34,16 +34,17 @@ GraphPrograms programs_of_graph(const Job& job, const Graph& g, std::vector<std:
 
 // A cost view (sim_graph.h: dur, transfer, delay of template op k on local row j) for the
 // programs of step `step` of a run with `rows_per_step` = dp rows per step (row j = step · dp + d).
-// F / B / OPT_STEP take dur (+ delay), a BATCH and a COLLECTIVE their transfer (an op in no
-// group, lifted as a COLLECTIVE of its worker alone: its dur), a COLLECTIVE's arrival its delay. A BATCH's launch delay has no engine term: views
-// with launch delays are not exact here (docs/whatif.md "Lifting as programs").
+// F / B / OPT_STEP take dur, a BATCH and a COLLECTIVE their transfer (an op in no group, lifted
+// as a COLLECTIVE of its worker alone: its dur), and every lifted op its delay as the engine's
+// launch delay (CostModel::launch_delay_ms: it starts that long after its dependencies are
+// met, as the graph's op; RECORD / WAIT: 0). `view.delay` must be >= 0 (the engine's check).
 template <class View>
 class GraphCostModel final : public CostModel {
  public:
   GraphCostModel(const GraphPrograms& gp, const View& view, int32_t step) : gp_(gp), view_(view), step_(step) {}
   double compute_ms(const Program& p, const Instr& i) const override {
     const auto [k, j] = at(p, i);
-    return view_.dur(k, j) + view_.delay(k, j);
+    return view_.dur(k, j);
   }
   double batch_ms(const Program& p, const Instr& i) const override {
     const auto [k, j] = at(p, i);
@@ -53,9 +54,9 @@ class GraphCostModel final : public CostModel {
     const auto [k, j] = at(p, i);
     return gp_.grouped[static_cast<size_t>(k)] ? view_.transfer(k, j) : view_.dur(k, j);
   }
-  double arrival_delay_ms(const Program& p, const Instr& i) const override {
+  double launch_delay_ms(const Program& p, const Instr& i) const override {
     const auto [k, j] = at(p, i);
-    return view_.delay(k, j);
+    return k < 0 ? 0.0 : view_.delay(k, j);
   }
 
  private:

@@ -51,6 +51,13 @@ class CostModel {
   // ready on its stream before it is issued, so a slow host delays the device (docs/semantics.md
   // "Host issue time").
   virtual double host_issue_ms(const Program& /*p*/, const Instr& /*i*/) const { return 0.0; }
+  // Launch delay of this instruction: it starts this long after its start condition holds
+  // (issued, at the head of its stream — its stream predecessor ended —, and for a WAIT its
+  // event recorded), not in program order from the previous issue as host_issue_ms. Compute
+  // then ends compute_ms after that start, a BATCH posts its ops then, a collective arrives then
+  // (plus arrival_delay_ms). The stream is occupied meanwhile. For a lifted trace this is the
+  // start gap no dependency explains (docs/whatif.md "Lifting"; docs/semantics.md "Launch delay").
+  virtual double launch_delay_ms(const Program& /*p*/, const Instr& /*i*/) const { return 0.0; }
 };
 
 // "Not yet" in the engine's time tables: kNotYet, asked through happened() (times are ms from
@@ -109,7 +116,8 @@ struct EngineOptions {
 // How the run models time (details: docs/semantics.md "Execution"):
 // - Per rank a host issues in program order (host_issue_ms apart, from t=0, unless the platform
 //   blocks it), an instruction is ready at the later of its issue and its stream predecessor's
-//   end, each stream runs FIFO, and only completions are queued, ordered by (time, rank, stream name,
+//   end, starts launch_delay_ms after its start condition holds (ready; a WAIT: and its event
+//   recorded), each stream runs FIFO, and only completions are queued, ordered by (time, rank, stream name,
 //   instruction index) — identical input gives identical timings.
 // - P2P: the k-th op of a channel (sender, receiver, F|B) pairs with the k-th op of the
 //   opposite side, by position only (content is the verifier's p2p-fifo rule). A BATCH ends at

@@ -28,6 +28,8 @@ struct LiftError : std::runtime_error {
 // ops by their median (the artifact's rule, analysis_util.py); MEDIAN: every op by its median.
 enum class Agg : uint8_t { MEAN, MEDIAN };
 
+enum class Evaluator : uint8_t { ENGINE, GRAPH };
+
 struct WhatIfOptions {
   std::optional<std::pair<int32_t, int32_t>> steps;  // analyse only steps in [first, last]
   Agg agg = Agg::MEAN;
@@ -38,15 +40,20 @@ struct WhatIfOptions {
   std::optional<ReducePolicy> reduce_grad;
   // Called after each simulation with (done, total); may be empty.
   std::function<void(int64_t, int64_t)> progress;
-  // Megatron timelines: also lift the graph into stream programs, verify them, run the engine
-  // on them (`strict-timed`) beside every graph evaluation without launch delays, and report
-  // the largest difference in WhatIfResult::programs_check (docs/whatif.md "Lifting as
-  // programs"). Throws VerifyError when the programs do not verify.
+  // Megatron timelines: what computes the figures (docs/whatif.md "Evaluation on the engine").
+  // ENGINE: the engine (`strict-timed`) on the lifted, verified stream programs, DP-rank
+  // attribution on the reduced world of two DP rows; GRAPH: the graph evaluator (sim_graph.h),
+  // the default, since it is the one that meets the benchmark's CPU aims (docs/whatif.md
+  // "Benchmark"); the two give the same figures (check_programs). Throws VerifyError when the
+  // lifted programs do not verify (ENGINE or check_programs).
+  Evaluator evaluator = Evaluator::GRAPH;
+  // Megatron timelines: also run the other evaluator beside every evaluation (with launch
+  // delays too) and report the largest difference in WhatIfResult::programs_check.
   bool check_programs = false;
 };
 
-// What check_programs found: the lifted set's size, the engine runs, and the largest
-// |engine step - graph step| over them (ms).
+// What check_programs found: the lifted set's size (the full world), the engine runs, and the
+// largest |engine step - graph step| over every evaluation (ms).
 struct ProgramsCheck {
   int64_t programs = 0, instructions = 0;
   int64_t runs = 0;            // engine runs (one per step and cost view)

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <stdexcept>
+#include <utility>
 
 #include "ppstream/engine/engine.h"
+#include "ppstream/program/format.h"
 #include "program_builder.h"
 #include "synthetic_1f1b.h"
 
@@ -501,6 +504,99 @@ TEST(EngineBasics, PlatformNamesRoundTrip) {
   for (auto k : {PlatformKind::STRICT, PlatformKind::ASCEND_MINDSPORE, PlatformKind::CPU_SERIAL})
     EXPECT_EQ(parse_platform(to_string(k)), k);
   EXPECT_FALSE(parse_platform("ascend").has_value());
+}
+
+// CostModel::launch_delay_ms (docs/semantics.md "Execution", launch delay): an instruction starts
+// its launch delay after its start condition holds — after what it depends on, not after the
+// previous issue (host_issue_ms). F = 1 ms, B = 2 ms, every batch 0.5 ms, collectives 0.25 ms;
+// launch and arrival delays by (rank, instruction index).
+class DelayCost : public CostModel {
+ public:
+  std::map<std::pair<int, int>, double> launch, arrival;
+  double compute_ms(const Program&, const Instr& i) const override { return i.op == OpKind::F ? 1.0 : i.op == OpKind::B ? 2.0 : 0.0; }
+  double batch_ms(const Program&, const Instr&) const override { return 0.5; }
+  double collective_ms(const Program&, const Instr&) const override { return 0.25; }
+  double arrival_delay_ms(const Program& p, const Instr& i) const override { return at(arrival, p, i); }
+  double launch_delay_ms(const Program& p, const Instr& i) const override { return at(launch, p, i); }
+
+ private:
+  static double at(const std::map<std::pair<int, int>, double>& m, const Program& p, const Instr& i) {
+    const auto it = m.find({p.rank.v, static_cast<int>(&i - p.instrs.data())});
+    return it == m.end() ? 0.0 : it->second;
+  }
+};
+
+// two_stage_one_mb() (makespan 7 without delays) with delays: r0 F 0.5, r0 SEND_F batch 2, r1 compute WAIT 0.1, r1 F 0.25.
+//   r0 F [0.5, 1.5]; RECORD 1.5; p2p WAIT (parked since 0) starts 1.5; SEND_F ready 1.5, posted
+//   1.5 + 2 = 3.5; r1's RECV_F posted at 0 → matched 3.5 → both end 4.0.
+//   r1 RECORD recv_F 4.0; compute WAIT parked since 0, its event at 4.0 → starts 4.1 (its delay
+//   counted once, after the event); F ready 4.1 → [4.35, 5.35]; B [5.35, 7.35]; RECORD 7.35;
+//   p2p WAIT starts 7.35; SEND_B posted 7.35. r0 RECV_B posted at 4.0 (after SEND_F) → matched
+//   7.35 → ends 7.85; RECORD 7.85; compute WAIT starts 7.85; B [7.85, 9.85]. Makespan 9.85.
+// host_issue_ms of the same sizes would be hidden (every instruction is issued by 0.5·8 = 4 ms,
+// long before r1's F can start): the delay counts from the dependencies, not the issue.
+TEST(EngineLaunchDelay, CountsFromTheStartCondition) {
+  DelayCost cost;
+  cost.launch = {{{0, 0}, 0.5}, {{0, 3}, 2.0}, {{1, 2}, 0.1}, {{1, 3}, 0.25}};
+  for (PlatformKind pk : {PlatformKind::STRICT_TIMED, PlatformKind::ASCEND_MINDSPORE}) {
+    const EngineResult r = run_engine(two_stage_one_mb(), {pk, &cost});
+    ASSERT_TRUE(r.completed) << to_string(pk);
+    const auto& r0 = r.timing[0];
+    const auto& r1 = r.timing[1];
+    EXPECT_DOUBLE_EQ(r0[0].start_ms, 0.5) << to_string(pk);
+    EXPECT_DOUBLE_EQ(r0[0].end_ms, 1.5) << to_string(pk);
+    EXPECT_DOUBLE_EQ(r0[3].ready_ms, 1.5) << to_string(pk);
+    EXPECT_DOUBLE_EQ(r0[3].start_ms, 3.5) << to_string(pk);
+    EXPECT_DOUBLE_EQ(r1[0].end_ms, 4.0) << to_string(pk);
+    EXPECT_DOUBLE_EQ(r1[2].start_ms, 4.1) << to_string(pk);
+    EXPECT_NEAR(r1[3].start_ms, 4.35, 1e-12) << to_string(pk);
+    EXPECT_NEAR(r1[4].end_ms, 7.35, 1e-12) << to_string(pk);
+    EXPECT_NEAR(r0[4].start_ms, 4.0, 1e-12) << to_string(pk);
+    EXPECT_NEAR(r0[4].end_ms, 7.85, 1e-12) << to_string(pk);
+    EXPECT_NEAR(r.makespan_ms, 9.85, 1e-12) << to_string(pk);
+  }
+  // The same sizes as host issue time: hidden but for the first issue (r0's F at 0.5 …).
+  class IssueCost : public DelayCost {
+   public:
+    double launch_delay_ms(const Program&, const Instr&) const override { return 0.0; }
+    double host_issue_ms(const Program&, const Instr&) const override { return 0.5; }
+  } issue;
+  EXPECT_LT(run_engine(two_stage_one_mb(), {PlatformKind::STRICT_TIMED, &issue}).makespan_ms, 9.0);
+}
+
+// A collective member arrives its launch delay after its start condition, then its arrival
+// delay: r1's F [0, 1], RECORD 1, dp WAIT 1, COLLECTIVE starts 1 + 0.5 (launch) and arrives
+// + 0.25 (arrival) = 1.75; r0's COLLECTIVE (first on its stream) starts at its launch delay 1.
+// Last arrival 1.75 → both end 2.0.
+TEST(EngineLaunchDelay, CollectiveArrivesAfterItsDelay) {
+  const ProgramSet set = parse_program_set(
+      "world pp=2 vpp=1 shard=1 replicate=1 expanded=0 mode=none policy=none\n"
+      "r0 dp COLLECTIVE ALL_REDUCE g[r0..r1]\n"
+      "r1 compute F mb0 s1\n"
+      "r1 compute RECORD f\n"
+      "r1 dp WAIT f\n"
+      "r1 dp COLLECTIVE ALL_REDUCE g[r0..r1]\n");
+  DelayCost cost;
+  cost.launch = {{{0, 0}, 1.0}, {{1, 3}, 0.5}};
+  cost.arrival = {{{1, 3}, 0.25}};
+  const EngineResult r = run_engine(set, {PlatformKind::STRICT_TIMED, &cost});
+  ASSERT_TRUE(r.completed) << format_deadlock(set, r);
+  EXPECT_DOUBLE_EQ(r.timing[0][0].start_ms, 1.0);
+  EXPECT_DOUBLE_EQ(r.timing[1][3].start_ms, 1.5);
+  EXPECT_DOUBLE_EQ(r.timing[0][0].end_ms, 2.0);
+  EXPECT_DOUBLE_EQ(r.timing[1][3].end_ms, 2.0);
+}
+
+// A negative or non-finite launch delay would run time backwards: a located error.
+TEST(EngineLaunchDelay, NegativeDelayIsALocatedError) {
+  DelayCost cost;
+  cost.launch = {{{1, 3}, -0.5}};
+  try {
+    run_engine(two_stage_one_mb(), {PlatformKind::STRICT_TIMED, &cost});
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("launch_delay_ms of r1 #3"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

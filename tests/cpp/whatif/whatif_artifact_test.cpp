@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "ppstream/analyze/megatron.h"
@@ -47,14 +48,22 @@ void expect_map_near(const Attribution& ours, const nlohmann::json& theirs, cons
   EXPECT_EQ(worst_of(ours), worst_of(theirs)) << what;
 }
 
-class Artifact : public ::testing::TestWithParam<const char*> {};
+// Both evaluators (docs/whatif.md "Evaluation on the engine"): the graph's and the engine's on
+// the lifted, verified programs.
+class Artifact : public ::testing::TestWithParam<std::tuple<const char*, Evaluator>> {};
 
 TEST_P(Artifact, FiguresMatchTheArtifactsResult) {
-  const std::string t = GetParam();
-  const auto r = analyze_paths({data("timeline-" + t + ".json.gz")});
+  const std::string t = std::get<0>(GetParam());
+  WhatIfOptions o;
+  o.evaluator = std::get<1>(GetParam());
+  const auto r = analyze_paths({data("timeline-" + t + ".json.gz")}, o);
   const auto res = load("result-" + t + ".json");
   const double s = res["blocking_slowdown"].get<double>();
   EXPECT_NEAR(r.slowdown, s, 0.01 * s);
+  // launch_slowdown: the timeline writes communication from its group's last arrival, so it is
+  // not bitwise the artifact's (docs/whatif.md "Agreement with the artifact": ST 5e-5 relative).
+  const double ls = res["launch_slowdown"].get<double>();
+  EXPECT_NEAR(r.launch_slowdown, ls, 1e-4 * ls);
   ASSERT_TRUE(r.attributed);
   expect_map_near(r.by_dp_rank, res["blocking_decompose_by_dp_rank"], "by_dp_rank");
   expect_map_near(r.by_stage, res["blocking_decompose_by_stage"], "by_stage");
@@ -68,12 +77,20 @@ TEST_P(Artifact, FiguresMatchTheArtifactsResult) {
     EXPECT_NEAR(f.slowdown, res["blocking_step_slowdown"][key].get<double>(), 0.01 * f.slowdown) << key;
     EXPECT_NEAR(f.ideal_ms, 1e3 * res["step_t_noblk"][key].get<double>(), 0.01 * f.ideal_ms) << key;
     EXPECT_NEAR(f.nodelay_ms, 1e3 * res["step_t_nodelay"][key].get<double>(), 0.01 * f.nodelay_ms) << key;
-    // The re-simulation with measured costs and launch delays gives the trace's step back.
-    EXPECT_NEAR(f.resimulated_ms, f.measured_ms, 1e-6 * f.measured_ms) << key;
+    // The re-simulation with measured costs and launch delays gives the trace's step back (the
+    // engine: within its clamp of the trace's small negative delays, docs/whatif.md "Negative costs").
+    EXPECT_NEAR(f.resimulated_ms, f.measured_ms, (o.evaluator == Evaluator::ENGINE ? 1e-4 : 1e-6) * f.measured_ms) << key;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Traces, Artifact, ::testing::Values("ST", "AR"));
+// The engine on ST only: on AR (about 20 s in Debug) its figures are the graph's
+// (whatif_graph_programs_test.cpp compares them on 6 of its steps).
+INSTANTIATE_TEST_SUITE_P(Traces, Artifact,
+                         ::testing::Values(std::tuple{"ST", Evaluator::GRAPH}, std::tuple{"AR", Evaluator::GRAPH},
+                                           std::tuple{"ST", Evaluator::ENGINE}),
+                         [](const ::testing::TestParamInfo<Artifact::ParamType>& p) {
+                           return std::string(std::get<0>(p.param)) + (std::get<1>(p.param) == Evaluator::ENGINE ? "_engine" : "_graph");
+                         });
 
 // The counterfactual: both traces reduce after the embedding all-reduce, serially before clip.
 // Moving each chunk's reduction behind its last backward on the DP lane (async) can only start it

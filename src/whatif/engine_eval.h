@@ -1,0 +1,90 @@
+// The engine as the what-if evaluator of a Megatron timeline (docs/whatif.md "Evaluation on the
+// engine"): the lifted graph's verified stream programs (graph_programs.h), run by the engine
+// (`strict-timed`) once per step under a cost view, on the full world (every DP rank) or on the
+// reduced world of two DP rows that stands for it when all DP ranks but one are ideal.
+//
+// Why the reduced world is exact. In the full world with DP rank d measured and every other DP
+// rank ideal, the ideal workers (e, p), e ≠ d, have the same programs and the same costs. Rows
+// interact only through the DP-synchronised collectives (a stage's all-gather / reduce-scatter /
+// separate all-reduce over its DP ranks, clip's all-reduce over every worker; P2P pairs and the
+// embedding all-reduce stay inside a DP rank): each member ends at the last arrival over the
+// group plus its own transfer. By induction over the template's topological order (every engine
+// time is a max of earlier times plus a cost, independent of processing order), every ideal row
+// has the same times, so the last arrival over the group is max(row d's, the common ideal row's)
+// — the same as in a world of two rows, d and one ideal row, whose groups span the two. The step
+// (makespan) is the max over rows: again row d's or the ideal row's. So the engine on the
+// 2-row world (programs_of_graph with dp = 2: worker (row i, stage p) is rank 2p + i) gives the
+// full world's step, at 2 · pp instead of dp · pp programs.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/topology.h"
+#include "graph.h"
+#include "graph_programs.h"
+#include "job.h"
+
+namespace ppstream::whatif {
+
+// A cost view with its negative values taken as 0: the engine cannot start an instruction
+// before its start condition nor end a transfer before its group's last arrival (its cost
+// model's values must be >= 0), where the graph keeps the trace's small negative transfers and
+// delays (docs/whatif.md "Evaluation on the engine", "Negative costs").
+template <class View>
+struct NonNegative {
+  const View& view;
+  double dur(int32_t k, int64_t j) const { return std::max(0.0, view.dur(k, j)); }
+  double transfer(int32_t k, int64_t j) const { return std::max(0.0, view.transfer(k, j)); }
+  double delay(int32_t k, int64_t j) const { return std::max(0.0, view.delay(k, j)); }
+};
+
+// A lifted world: its programs (verified by the caller) and their engine topology, built once
+// and reused by every run.
+struct EngineWorld {
+  GraphPrograms gp;
+  engine::Topology topo;
+
+  EngineWorld(GraphPrograms programs) : gp(std::move(programs)), topo(engine::build_topology(gp.set)) {}
+  EngineWorld(const EngineWorld&) = delete;
+  EngineWorld& operator=(const EngineWorld&) = delete;
+
+  // The engine's step (makespan, ms) of step `step` under `view` (rows: step · gp.dp + row).
+  template <class View>
+  double step_ms(const View& view, int32_t step, EngineResult* keep = nullptr) const {
+    const NonNegative<View> clamped{view};
+    const GraphCostModel<NonNegative<View>> cost(gp, clamped, step);
+    EngineResult r = engine::run_checked(topo, {PlatformKind::STRICT_TIMED, &cost});
+    if (!r.completed) throw std::logic_error("whatif: the lifted programs deadlock:\n" + format_deadlock(gp.set, r));
+    const double ms = r.makespan_ms;
+    if (keep) *keep = std::move(r);
+    return ms;
+  }
+  template <class View>
+  std::vector<double> steps_ms(const View& view, int32_t steps) const {
+    std::vector<double> out;
+    out.reserve(static_cast<size_t>(steps));
+    for (int32_t s = 0; s < steps; ++s) out.push_back(step_ms(view, s));
+    return out;
+  }
+};
+
+// The job's template with `rows` DP rows instead of job.dp (no tables): what programs_of_graph
+// needs to lift the reduced world.
+Job rows_view(const Job& job, int32_t rows);
+
+// Lifts `g` as the full world (job.dp rows) and, when job.dp > 2, the reduced world of two rows;
+// verifies both (require_verified: throws VerifyError naming `what`).
+struct EngineWorlds {
+  std::unique_ptr<EngineWorld> full, reduced;  // reduced: null when job.dp <= 2 (full is the reduced world)
+  const EngineWorld& two_rows() const { return reduced ? *reduced : *full; }
+};
+EngineWorlds lift_worlds(const Job& job, const Graph& g, std::vector<std::string>& notes, const std::string& what,
+                         bool with_reduced);
+
+}  // namespace ppstream::whatif

@@ -1,0 +1,82 @@
+// The reduced world of the engine evaluator (src/whatif/engine_eval.h; docs/whatif.md
+// "Evaluation on the engine"): with one DP rank measured and every other ideal, the engine on
+// the two-row world gives the full world's step times — on both artifact traces and a small
+// generated job (DP 6), for every DP rank, with launch delays. The costs are the trace's
+// durations (any non-negative values would do: the claim is about structure).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "ppstream/analyze/megatron.h"
+#include "whatif/engine_eval.h"
+#include "whatif/graph.h"
+#include "whatif/job.h"
+#include "whatif/sim_graph.h"
+
+namespace ppstream::whatif {
+namespace {
+
+std::string data(const std::string& name) { return std::string(PPSTREAM_SOURCE_DIR) + "/tests/data/whatif/" + name; }
+
+// Op k on local row j: row_of(j) >= 0 → that trace row's duration (and a launch delay of
+// 0.01 · (k mod 3) ms), -1 → the op's mean over every row (no delay).
+template <class RowOf>
+struct View {
+  const Job& job;
+  const std::vector<double>& mean;
+  RowOf row_of;
+  double dur(int32_t k, int64_t j) const {
+    const int64_t r = row_of(j);
+    return r >= 0 ? job.dur_ms[job.at(k, r)] : mean[static_cast<size_t>(k)];
+  }
+  double transfer(int32_t k, int64_t j) const { return dur(k, j); }
+  double delay(int32_t k, int64_t j) const { return row_of(j) >= 0 ? 0.01 * (k % 3) : 0.0; }
+};
+template <class RowOf>
+View<RowOf> view(const Job& job, const std::vector<double>& mean, RowOf row_of) {
+  return {job, mean, row_of};
+}
+
+class ReducedWorld : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ReducedWorld, EqualsTheFullWorldForEveryDpRank) {
+  analyze::TimerTrace t;
+  analyze::read_timer_trace(data(GetParam()), t);
+  int32_t first = t.ops.front().step;
+  for (const auto& op : t.ops) first = std::min(first, op.step);
+  const Job job = build_job(t, std::pair{first, first + 1});  // 2 steps: the rule is per step
+  std::vector<std::string> notes;
+  const Graph g = lift_graph(job, notes);
+  const EngineWorlds w = lift_worlds(job, g, notes, "test", true);
+  ASSERT_GE(job.dp, 2);
+  EXPECT_EQ(w.two_rows().gp.set.programs.size(), static_cast<size_t>(2 * job.pp));
+  EXPECT_EQ(w.reduced != nullptr, job.dp > 2);
+  std::vector<double> mean(job.ops.size(), 0.0);
+  for (size_t k = 0; k < job.ops.size(); ++k) {
+    for (int64_t r = 0; r < job.rows(); ++r) mean[k] += job.dur_ms[job.at(static_cast<int32_t>(k), r)];
+    mean[k] /= static_cast<double>(job.rows());
+  }
+  const auto steps = static_cast<int32_t>(job.steps.size());
+  const int32_t dp = job.dp;
+  for (int32_t d = 0; d < dp; ++d) {
+    const auto full = view(job, mean, [dp, d](int64_t j) { return j % dp == d ? j : int64_t{-1}; });
+    const auto two = view(job, mean, [dp, d](int64_t j) { return j % 2 == 0 ? (j / 2) * dp + d : int64_t{-1}; });
+    const auto on_full = w.full->steps_ms(full, steps);
+    const auto on_two = w.two_rows().steps_ms(two, steps);
+    const auto graph_full = simulate_graph(g, steps, dp, full).step_ms;
+    for (int32_t s = 0; s < steps; ++s) {
+      EXPECT_NEAR(on_two[static_cast<size_t>(s)], on_full[static_cast<size_t>(s)], 1e-9) << "DP rank " << d << ", step " << s;
+      EXPECT_NEAR(on_full[static_cast<size_t>(s)], graph_full[static_cast<size_t>(s)], 1e-9) << "DP rank " << d << ", step " << s;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Traces, ReducedWorld,
+                         ::testing::Values("timeline-AR.json.gz", "timeline-ST.json.gz", "timeline-GEN6x3.json.gz"),
+                         [](const ::testing::TestParamInfo<const char*>& p) {
+                           std::string n = p.param;
+                           return n.substr(9, n.find('.') - 9);
+                         });
+
+}  // namespace
+}  // namespace ppstream::whatif
