@@ -13,6 +13,8 @@ own slice of the HSDP flat gradient.
   order, on the policy's stream; when ``REDUCE_GRAD s bucket<j>/<k>`` runs, pieces 0..j of the
   last microbatch's backward have run and j+1.. have not; the segments cover the stage once;
 - a checkpoint keeps its bucket layout (a resume with another k is refused);
+- one stage (5 layers, 3 buckets, with and without recompute): a whole backward and one in
+  pieces accumulate the unsplit stage's gradients bit for bit; pieces out of order are refused;
 - ``bucket_layers`` on hand values of the engine's rule (include/ppstream/program/ir.h).
 """
 from __future__ import annotations
