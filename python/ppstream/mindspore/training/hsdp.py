@@ -50,8 +50,8 @@ class HsdpState:
         self.buckets = stage.buckets
         # forward order: (bucket or None for the whole stage, its positions in stage.params)
         order = [None] if self.buckets == 1 else list(reversed(range(self.buckets)))
-        self.segments = [_Segment(j, stage.cell.bucket_params(0 if j is None else j), self.sizes, self.n)
-                         for j in order]
+        self.segments = [_Segment(j, range(len(stage.params)) if j is None else stage.cell.bucket_params(j),
+                                  self.sizes, self.n) for j in order]
         off = 0
         for seg in self.segments:
             seg.shard_off, off = off, off + seg.shard_len
