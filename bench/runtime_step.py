@@ -20,9 +20,11 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run(config: str, steps: int, out: str, recompute: bool) -> dict:
-    cmd = [sys.executable, "-m", "ppstream.mindspore.train", config, "--steps", str(steps), "--out", out,
-           "--set", f"train.recompute={'true' if recompute else 'false'}"]
+def run(config: str, steps: int, out: str, sets: list[str]) -> dict:
+    """Runs the launcher on ``config`` with ``--set`` for each of ``sets``; returns its summary.json."""
+    cmd = [sys.executable, "-m", "ppstream.mindspore.train", config, "--steps", str(steps), "--out", out]
+    for kv in sets:
+        cmd += ["--set", kv]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"runtime_step: {' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
@@ -38,7 +40,7 @@ def main() -> int:
     a = ap.parse_args()
     if a.steps < 2:
         sys.exit("runtime_step: --steps must be >= 2 (step 0 is warm-up)")
-    res = {name: run(a.config, a.steps, os.path.join(a.out, name), rc)
+    res = {name: run(a.config, a.steps, os.path.join(a.out, name), [f"train.recompute={str(rc).lower()}"])
            for name, rc in (("before_recompute", True), ("after_recorded_graph", False))}
     step = {k: statistics.median(v["step_ms"][1:]) for k, v in res.items()}
     rss = {k: v["peak_rss_mb"] for k, v in res.items()}

@@ -166,16 +166,6 @@ def _check_components(path: str, train: dict, dtype: str) -> None:
         raise RunConfigError(f"{path}: train.clip_grad={train['clip_grad']}: expected >= 0 (0: off)")
 
 
-def check_reduce_buckets(buckets: int, where: str) -> None:
-    """Refuses ``data_parallel.reduce_buckets`` > 1: the MindSpore runtime runs a stage's backward
-    as one VJP and cannot yet execute its pieces (``B mb s bucket<j>/<k>``). ``simulate``,
-    ``verify`` and ``replay`` run such plans. Raises ``RunConfigError`` naming the key."""
-    if int(buckets) > 1:
-        raise RunConfigError(f"{where}: data_parallel.reduce_buckets={buckets}: the MindSpore runtime does not run "
-                             "bucketed reductions yet (a stage's backward is one VJP here); use reduce_buckets 1 to "
-                             "train, or simulate / replay the plan")
-
-
 def load_run_config(path: str, overrides: dict[str, str] | None = None) -> RunConfig:
     """Reads the YAML at ``path``; ``overrides`` are the CLI's ``key=value`` (``model.hidden=64``).
 
@@ -188,7 +178,6 @@ def load_run_config(path: str, overrides: dict[str, str] | None = None) -> RunCo
     overrides = dict(overrides or {})
     local = {k: v for k, v in overrides.items() if k.split(".", 1)[0] in ("model", "train")}
     core = json.loads(_core.load_config(path, {k: v for k, v in overrides.items() if k not in local}))
-    check_reduce_buckets(core.get("reduce_buckets", 1), path)
     doc = {name: (yaml.safe_load(text) or {}) for name, text in core["extra_sections"].items()}
     for key, value in local.items():
         sec, sub = key.split(".", 1)

@@ -273,12 +273,14 @@ def test_bfloat16_reduce_scatter_is_the_bfloat16_sum(tmp_path, corpus):
     from ppstream.mindspore.platforms.fake import FakePlatform, FakeWorld
 
     class Stage:  # two ranks' stage with one 4-element parameter and a fixed accumulated gradient
+        buckets = 1  # one gradient bucket: the whole stage
+
         def __init__(self, r):
             self.stage, self.named = 0, [("w", ms.Parameter(ms.Tensor(np.zeros(4, np.float32)), name="w"))]
             self.params = [p for _n, p in self.named]
             self.g = np.array([1.0 + 2 ** -9, 3.0, -1.0, 0.1], np.float32) * (r + 1)
 
-        def take_grads(self):
+        def take_grads(self, positions=None):
             return [ms.Tensor(self.g)]
 
     world = FakeWorld(2, timeout_s=10)

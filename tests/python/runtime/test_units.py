@@ -150,13 +150,3 @@ def test_text_corpus_reads_files_with_a_dot_and_skips_indexes_and_links(tmp_path
     (tmp_path / "corpus.txt").write_bytes(b"short")
     with pytest.raises(ValueError, match=r"train\.text: .* holds only 5 bytes of text in 1 files"):
         load_corpus(str(tmp_path))
-
-
-def test_reduce_buckets_are_refused_naming_the_key(tmp_path):
-    """The runtime runs a stage's backward as one VJP: a bucketed plan (data_parallel.reduce_buckets
-    > 1, which simulate / replay run) is refused before anything starts, naming the key."""
-    base = ("pipeline_parallel_size: 2\nnum_layers: 4\nmicro_batch_num: 2\n"
-            "data_parallel: {mode: hsdp, shard_size: 1, replicate_size: 2, reduce_buckets: %d}\n")
-    with pytest.raises(RunConfigError, match=r"data_parallel.reduce_buckets=2: the MindSpore runtime does not run"):
-        load_run_config(_write(tmp_path, base % 2))
-    assert load_run_config(_write(tmp_path, base % 1)).stage_layers == [(0, 1), (2, 3)]

@@ -4,7 +4,9 @@ Layout of one checkpoint, ``RUN_DIR/checkpoints/step{N}/`` (N = steps completed)
 
 - ``s{S}.shard{I}of{K}.npz`` — virtual stage S, shard index I of K (K = 1 without sharding):
   ``shard`` (float32 [L], the flat parameter slice of ``HsdpState``, zero padding included),
-  ``m``, ``v`` (float32 [L], AdamW moments), ``t`` (int, AdamW's update count). Written by the
+  ``m``, ``v`` (float32 [L], AdamW moments), ``t`` (int, AdamW's update count), ``buckets``
+  (int, the stage's gradient buckets k: the flat layout is per bucket, training/hsdp.py; a file
+  without it is k = 1). Written by the
   ranks of replicate index 0 only — replicas hold the same values, so nothing is stored twice
   (torch.distributed.checkpoint's deduplication); every replica reads the same file back.
 - ``meta.json`` — written by rank 0: ``format``, ``step`` (N), ``updates`` (optimizer updates
@@ -75,7 +77,7 @@ def save(out: str, step: int, rt, meta: dict) -> None:
         for s, st in rt.states.items():
             a = st.optim
             _atomic_savez(os.path.join(out, shard_file(s, topo.shard_index, topo.shard)), shard=st.shard.asnumpy(), m=a.m.asnumpy(),
-                          v=a.v.asnumpy(), t=np.int64(a.t))
+                          v=a.v.asnumpy(), t=np.int64(a.t), buckets=np.int64(st.buckets))
     if topo.rank == 0:
         world = meta["world"]
         _atomic_json(os.path.join(out, "meta.json"),
@@ -94,8 +96,13 @@ def load(ckpt: str, rt) -> dict:
         try:
             with np.load(path) as z:
                 shard, m, v, t = z["shard"], z["m"], z["v"], int(z["t"])
+                buckets = int(z["buckets"]) if "buckets" in z.files else 1
         except (OSError, KeyError) as e:
             raise CheckpointError(f"checkpoint {path}: {e}") from None
+        if buckets != st.buckets:
+            raise CheckpointError(f"checkpoint {path}: stage s{s} was saved with {buckets} gradient bucket(s), this run "
+                                  f"has {st.buckets} (data_parallel.reduce_buckets; the shard layout is per bucket): "
+                                  "resume with the checkpoint's reduce_buckets")
         if shard.shape != (st.shard_len,) or shard.dtype != np.float32:
             raise CheckpointError(f"checkpoint {path}: shard is {shard.dtype} {shard.shape}, stage s{s} expects "
                                   f"float32 ({st.shard_len},)")

@@ -5,47 +5,60 @@ the stage's layers in order; on the last stage ``last(h, labels)`` gives the mic
 loss, returned times ``loss_scale`` (1 / micro_batch_num: the step's loss is the mean over
 microbatches; the baseline's is 1 / (dp * micro_batch_num)). Elsewhere it returns h and
 ``labels`` is unused. ``named_params`` is the fixed parameter order of the stage's HSDP state.
+
+The parts are held as ``buckets`` = k ``LayerGroup`` Cells (model/layer_groups.py), one per
+gradient bucket (k > 1 when the stage's program splits its last backward into k pieces,
+``data_parallel.reduce_buckets``; k = 1: one group of the whole stage): ``groups[j]`` is bucket
+j's and ``bucket_params(j)`` its range of ``named_params``, whose order is the same for every k.
 """
 from __future__ import annotations
 
 from mindspore import nn
 
+from ppstream.mindspore.model.layer_groups import LayerGroup, RunCounter, bucket_layers
 from ppstream.mindspore.model.protocol import ModelParts, named_parameters
-
-
-class RunCounter:
-    """A plain counter object (a Cell attribute that MindSpore leaves alone)."""
-
-    def __init__(self) -> None:
-        self.n = 0
 
 
 class StageCell(nn.Cell):
 
-    def __init__(self, parts: ModelParts, layers: tuple[int, int], first: bool, last: bool, loss_scale: float):
-        """``layers``: the inclusive range of layer indices this stage holds."""
+    def __init__(self, parts: ModelParts, layers: tuple[int, int], first: bool, last: bool, loss_scale: float,
+                 buckets: int = 1):
+        """``layers``: the inclusive range of layer indices this stage holds; ``buckets``: k, the
+        number of its gradient buckets (ValueError when k is outside [1, its layer count])."""
         super().__init__()
         self.first, self.last, self.loss_scale = first, last, loss_scale
-        idx = range(layers[0], layers[1] + 1)
+        idx = list(range(layers[0], layers[1] + 1))
+        head = named_parameters("first", parts.first) if first else []
+        per_layer = [named_parameters(f"layers.{i}", parts.layers[i]) for i in idx]
+        tail = named_parameters("last", parts.last) if last else []
         # names before the parts become children here (MindSpore renames Parameters on attach)
-        self._named = ((named_parameters("first", parts.first) if first else []) +
-                       [np for i in idx for np in named_parameters(f"layers.{i}", parts.layers[i])] +
-                       (named_parameters("last", parts.last) if last else []))
-        self.head_in = parts.first if first else None
-        self.blocks = nn.CellList([parts.layers[i] for i in idx])
-        self.head_out = parts.last if last else None
+        self._named = head + [np for ps in per_layer for np in ps] + tail
         self.runs = RunCounter()  # how many times construct ran (a recompute would show here)
+        self.buckets = int(buckets)
+        groups, ranges = [], []
+        for j in range(self.buckets):
+            local = bucket_layers(j, self.buckets, len(idx))
+            has_first, has_last = local.start == 0, local.stop == len(idx)
+            start = 0 if has_first else len(head) + sum(len(ps) for ps in per_layer[:local.start])
+            n = (len(head) if has_first else 0) + sum(len(per_layer[i]) for i in local) + (len(tail) if has_last else 0)
+            ranges.append(range(start, start + n))
+            groups.append(LayerGroup(parts.first if first and has_first else None,
+                                     [parts.layers[idx[i]] for i in local],
+                                     parts.last if last and has_last else None, loss_scale))
+        self._ranges = ranges
+        self.groups = nn.CellList(groups)  # groups[j]: bucket j's parts; one group for the whole stage
 
     def named_params(self) -> list:
         """(global name, Parameter) in a fixed order: ``first.*``, ``layers.{i}.*``, ``last.*``."""
         return list(self._named)
 
+    def bucket_params(self, j: int) -> range:
+        """The positions in ``named_params`` of bucket j's parameters (contiguous: a bucket holds
+        consecutive layers); with one bucket, all of them."""
+        return self._ranges[j]
+
     def construct(self, x, labels):
         self.runs.n += 1
-        if self.head_in is not None:
-            x = self.head_in(x)
-        for blk in self.blocks:
-            x = blk(x)
-        if self.head_out is not None:
-            return self.head_out(x, labels) * self.loss_scale
+        for j in range(self.buckets - 1, -1, -1):  # forward order: bucket k-1 holds the first layers
+            x = self.groups[j](x, labels)
         return x

@@ -119,9 +119,6 @@ class Executor:
         self.index = i
         t0 = self.trace.now_us()
         run = getattr(self, "_op_" + instr["op"], None)
-        if "bucket" in instr:  # load_run_config refuses such configs first (runconfig.check_reduce_buckets)
-            raise RuntimeError(f"r{self.program.get('rank', '?')} #{i}: the MindSpore runtime cannot run {text!r} "
-                               "(data_parallel.reduce_buckets > 1 is not supported here; use reduce_buckets 1)")
         if run is None:  # e.g. I / W of a zero-bubble schedule: `ppstream train` refuses those before launch
             raise RuntimeError(f"r{self.program.get('rank', '?')} #{i}: the MindSpore runtime cannot run {text!r} "
                                "(split backward I/W is not supported; use schedule 1f1b or interleaved_1f1b)")
@@ -156,12 +153,19 @@ class Executor:
             self.loss_sum = out if self.loss_sum is None else self.loss_sum + out
 
     def _op_B(self, instr: dict) -> None:
+        """``B mb s``, or one piece ``B mb s bucket<j>/<k>`` of a split backward: the first piece
+        (j = 0, the stage's last layers) takes the received output gradient, the pieces chain the
+        gradient inside the stage (training/stage.py), and the last (j = k-1) leaves the input
+        gradient for the send — deps.h's rule that only the last piece fills the input grad."""
         mb, s = instr["mb"], instr["stage"]
         plan = self.plans[self.index]
-        got = [self._take(k, instr["text"]) for k in plan.inputs]
+        j, k = instr.get("bucket", (0, 1))
+        got = [self._take(key, instr["text"]) for key in plan.inputs] if j == 0 else []
         dy = got[0] if got else None  # the last stage takes nothing from a stage: it starts from its loss
-        dx = self.stages[s].backward(mb, dy, self.opt.loss_scale if self.opt is not None else 1.0)
-        if plan.output is not None:
+        scale = self.opt.loss_scale if self.opt is not None else 1.0
+        st = self.stages[s]
+        dx = st.backward(mb, dy, scale) if k == 1 else st.backward_bucket(mb, j, k, dy, scale)
+        if plan.output is not None and j == k - 1:
             self.handovers[plan.output] = dx
 
     # -- P2P --------------------------------------------------------------------------------
@@ -196,8 +200,13 @@ class Executor:
 
     def _op_REDUCE_GRAD(self, instr: dict) -> None:
         s = instr["stage"]
-        self.platform.counts[f"REDUCE_GRAD s{s}"] += 1
-        self.states[s].reduce_grad(self.platform, f"REDUCE_GRAD s{s}")
+        tag = f"REDUCE_GRAD s{s}"
+        bucket = None
+        if "bucket" in instr:  # REDUCE_GRAD s bucket<j>/<k>: bucket j's gradients only (hsdp.py)
+            bucket, k = instr["bucket"]
+            tag += f" bucket{bucket}/{k}"
+        self.platform.counts[tag] += 1
+        self.states[s].reduce_grad(self.platform, tag, bucket)
 
     def _op_OPT_STEP(self, instr: dict) -> None:
         self.opt.run(self.states, self.platform, self.step)

@@ -37,6 +37,20 @@ def build_opt_step(cfg: RunConfig, steps: int, norm_group) -> OptStep:
     return OptStep(LrSchedule.from_train(t, steps), t["clip_grad"], scaler, norm_group)
 
 
+def stage_buckets(program: dict) -> dict[int, int]:
+    """{stage: k} for every stage whose last backward the program splits into k gradient buckets
+    (instructions ``… bucket<j>/<k>``, data_parallel.reduce_buckets); a stage not listed is whole
+    (k = 1: reduce_buckets 1, or the stage ``sync_last_reduce`` keeps on compute). Raises
+    RuntimeError when one stage's instructions disagree on k (a verified program never does)."""
+    out: dict[int, int] = {}
+    for ins in program["instrs"]:
+        if "bucket" in ins:
+            s, k = ins["stage"], ins["bucket"][1]
+            if out.setdefault(s, k) != k:
+                raise RuntimeError(f"r{program.get('rank', '?')}: {ins['text']!r}: stage s{s} also has {out[s]} buckets")
+    return out
+
+
 class RankRuntime:
 
     def __init__(self, cfg: RunConfig, topo: Topology, program: dict, mode: str, platform: Platform,
@@ -45,7 +59,7 @@ class RankRuntime:
         the held-out batches (``"config"``: ``recipe.open_eval_data``, None with evaluation off;
         None: none, ``evaluate`` then takes them as its argument); ``steps``: the run's length
         for the LR schedule (default ``train.steps``)."""
-        self.cfg, self.topo, self.platform = cfg, topo, platform
+        self.cfg, self.topo, self.platform, self.program = cfg, topo, platform, program
         t = cfg.train
         self.opt = build_opt_step(cfg, int(t["steps"]) if steps is None else steps, topo.norm_group())
         platform.setup(CommPlan(topo, program, norm=self.opt.needs_stats))
@@ -67,8 +81,10 @@ class RankRuntime:
         cfg, topo = self.cfg, self.topo
         shard_g, rep_g = topo.shard_group(), topo.replicate_group()
         stages, states = {}, {}
+        buckets = stage_buckets(self.program)
         for s in topo.local_stages():
-            cell = StageCell(parts, cfg.stage_layers[s], s == 0, s == cfg.num_stages - 1, 1.0 / cfg.micro_batch_num)
+            cell = StageCell(parts, cfg.stage_layers[s], s == 0, s == cfg.num_stages - 1, 1.0 / cfg.micro_batch_num,
+                             buckets=buckets.get(s, 1))
             stages[s] = PipelineStage(s, cell, recompute=cfg.train["recompute"])
             states[s] = HsdpState(stages[s], shard_g, rep_g, sharded=(mode != "none" and topo.shard > 1),
                                   reduced=(mode != "none"), train_cfg=cfg.train)
