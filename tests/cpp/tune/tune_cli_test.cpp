@@ -20,9 +20,14 @@ struct CliRun {
   std::string out, err;
 };
 
+// A temporary path of the running test: ctest runs each test as its own process, in parallel.
+std::string temp_path(const std::string& what) {
+  return testing::TempDir() + "tune_cli_" + ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + what;
+}
+
 // stdout and stderr apart: the progress bar goes to stderr only.
 CliRun run(const std::string& args) {
-  const std::string err_path = testing::TempDir() + "tune_cli_err.txt";
+  const std::string err_path = temp_path("err.txt");
   const auto r = ppstream::testing_cli::run_ppstream(args + " 2>" + err_path);
   std::ifstream e(err_path);
   CliRun out{r.rc, r.out, std::string(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>())};
@@ -34,8 +39,8 @@ class TuneCli : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(ppstream_binary())) GTEST_SKIP() << "no ppstream binary beside the tests";
-    cfg_ = testing::TempDir() + "tune_cli.yaml";
-    out_ = testing::TempDir() + "tune_cli_best.yaml";
+    cfg_ = temp_path("config.yaml");
+    out_ = temp_path("best.yaml");
     std::ofstream(cfg_) << R"(
 pipeline_parallel_size: 2
 micro_batch_num: 4
