@@ -1,11 +1,11 @@
 """BREAKER (fresh-user faults, 2026-12-02; see the breaker report): each test states behaviour the
 docs promise (docs/whatif.md, docs/tune.md, COMMON quality bar) and FAILS on 048d8ba. Marked
 xfail(strict): the suite stays green; when a fault is fixed its test XPASSes, which fails, so the
-fixer removes that test's marker and keeps the test."""
+fixer removes that test's marker and keeps the test (faults 2, 3, 7 fixed: unmarked)."""
 import json, os, pathlib, shutil, subprocess, sys
 import pytest
 
-pytestmark = pytest.mark.xfail(strict=True, reason="BREAKER: known fault, see the breaker report")
+known_fault = pytest.mark.xfail(strict=True, reason="BREAKER: known fault, see the breaker report")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLI = shutil.which("ppstream", path=os.path.dirname(sys.executable)) or "ppstream"
@@ -49,17 +49,20 @@ def test_whatif_refuses_a_trace_missing_a_compute_slice(sim_trace, tmp_path):
     assert r.returncode != 0 and "F mb1 s0" in r.stderr, r.stdout[:300]
 
 
+@known_fault
 def test_tune_space_value_that_does_not_parse_is_an_error():
     r = run("tune", SMALL, "--trials", "2", "--quiet", "--space", "pipeline_parallel_overlap_p2p=maybe")
     assert r.returncode != 0 and "maybe" in r.stderr
 
 
+@known_fault
 def test_tune_space_key_given_twice_is_an_error():
     r = run("tune", SMALL, "--trials", "2", "--quiet", "--space", "schedule=interleaved_1f1b",
             "--space", "schedule=interleaved_zb")
     assert r.returncode != 0
 
 
+@known_fault
 def test_tune_space_refuses_keys_that_change_the_problem():
     # docs/tune.md: microbatch counts are not in the plan space; a different global batch is no plan.
     r = run("tune", SMALL, "--trials", "2", "--quiet", "--space", "micro_batch_num=1,8")
