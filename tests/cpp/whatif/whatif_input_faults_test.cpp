@@ -1,5 +1,5 @@
 // The what-if's input faults a fresh user found (breaker's list, faults 2, 3, 7, 8, 12, 13, 15, 16,
-// 19): a re-serialised ppstream trace is still one; a trace or train run that lost a compute
+// 18, 19): a re-serialised ppstream trace is still one; a trace or train run that lost a compute
 // slice, or a Megatron timeline that lost a DP rank's ops, is refused; figures not computed are
 // null; mixed or repeated inputs are refused with the reason.
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "../analyze/util.h"
+#include "ppstream/analyze/analyze.h"
 #include "ppstream/config/config.h"
 #include "ppstream/sim/simulate.h"
 #include "ppstream/tune/tune.h"
@@ -192,6 +193,13 @@ TEST(WhatIfInputFaults, InputsAreSortedOutWithAReason) {
   EXPECT_NE(error_of([&] { tune::lift_traces({t, (small_trace().parent_path() / "." / "t.json").string()}); })
                 .find("is given twice"),
             std::string::npos);
+}
+
+// Fault 18: `analyze` on one Megatron timeline puts its workers on the file's one clock.
+TEST(WhatIfInputFaults, AnalyzeReadsAMegatronTimelineOnOneClock) {
+  const analyze::AnalysisResult a = analyze::analyze_paths({tt::sample("whatif/syn/timeline-SMALL.json.gz")});
+  EXPECT_EQ(a.clock_base, "global");
+  for (const std::string& n : a.notes) EXPECT_EQ(n.find("could not be put on one base"), std::string::npos) << n;
 }
 
 }  // namespace
