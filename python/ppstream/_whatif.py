@@ -99,7 +99,7 @@ def _paths(paths: Union[PathLike, Iterable[PathLike]]) -> list[str]:
 
 
 def whatif(paths: Union[PathLike, Iterable[PathLike]], reduce_grad: str | None = None, agg: str = "mean",
-           steps: tuple[int, int] | None = None, *, svg: PathLike | None = None, trace: PathLike | None = None,
+           steps: tuple[int, int] | int | None = None, *, svg: PathLike | None = None, trace: PathLike | None = None,
            progress: Union[bool, None, Callable[[int, int], Any]] = None) -> dict[str, Any]:
     """The straggler what-if of a job's trace (Lin et al., OSDI 2025; docs/whatif.md): returns the
     dict of ``ppstream whatif --json`` — ``slowdown`` (S, Eq. 1), ``by_dp_rank``, ``by_stage``,
@@ -112,16 +112,19 @@ def whatif(paths: Union[PathLike, Iterable[PathLike]], reduce_grad: str | None =
         simulate trace file, a replay --trace directory, a ``ppstream train`` run directory).
     reduce_grad: None, 'inline' or 'async': the counterfactual reduction placement.
     agg: 'mean' (compute by mean, communication by median: the artifact's rule) or 'median'.
-    steps: (first, last), inclusive: analyse only those steps.
+    steps: (first, last), inclusive: analyse only those steps; an int N is (N, N), as ``--steps N``.
     svg, trace: write the DP rank x stage heatmap / the ideal timeline (Megatron inputs) there.
     progress: None (a count on stderr when stderr is a terminal, as the CLI), True / False, or
         a callable(done, total) called after each of the analysis' simulations.
 
     Raises ValueError: ``ppstream.TraceError`` (malformed input: file and byte, or file, row and
     column of a table), ``ppstream.LiftError`` (a trace the lifting cannot pair: DP rank, stage,
-    step and op), or a bad argument; ImportError for a parquet path without pyarrow.
+    step and op), or a bad argument; ImportError for a parquet path without pyarrow; OSError
+    (errno, path) when ``svg`` or ``trace`` cannot be written.
     """
     ps = _paths(paths)
+    if isinstance(steps, int) and not isinstance(steps, bool):
+        steps = (steps, steps)
     if progress is None:
         progress = sys.stderr.isatty()
     args = dict(steps=steps, agg=agg, svg=os.fspath(svg) if svg else "", trace=os.fspath(trace) if trace else "",

@@ -293,6 +293,9 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
     devices.clear();
   }
   bool global = meta.present && meta.clock == "global" && !ours.empty() && !has_device_slices(vendor) && devices.empty();
+  // Megatron timer timelines (and nothing else in the file) are on one clock: the artifact's
+  // timelines put every worker on it, and the what-if reads them so (docs/whatif.md "Input").
+  if (!workers.empty() && ours.empty() && devices.empty() && !has_device_slices(vendor)) global = true;
   set.global_clock = set.chrome_files == 0 ? global : (set.global_clock && global);
   ++set.chrome_files;
   if (!meta.metrics_json.empty()) {

@@ -2,6 +2,8 @@
 // the union ScanSpec; only timer ops and thread names are kept.
 #include <fmt/format.h>
 
+#include <cstdint>
+
 #include "chrome_reader.h"
 #include "mappers.h"
 #include "ppstream/analyze/megatron.h"
@@ -41,6 +43,9 @@ void read_timer_trace(const std::string& path, TimerTrace& out) {
                                  "and args.seq_id on threads named \"PP rank p, TP rank t, <lane>\")",
                                  path, seen));
   }
+  for (const auto& [key, text] : lanes.thread)
+    if (const auto l = parse_timer_lane(text); l && key.first >= 0 && key.first <= INT32_MAX)
+      out.declared_workers.emplace(std::pair{static_cast<int32_t>(key.first), l->pp_rank}, path);
   detail::TimerLaneResolver resolve(path, lanes);
   for (size_t i = first; i < out.ops.size(); ++i) resolve(out.ops[i]);
   if (other > 0) {

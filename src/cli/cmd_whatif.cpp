@@ -75,7 +75,8 @@ void register_whatif(CLI::App& app, int& exit_code) {
       if (tty && total > 20) std::cerr << "\rwhatif: simulation " << done << "/" << total << (done == total ? "\n" : "") << std::flush;
     };
     // ppstream's own trace (simulate --trace): the stream-program path; otherwise Megatron timelines.
-    const bool ours = a->paths.size() == 1 && whatif::is_ppstream_trace(a->paths.front());
+    const std::optional<std::string> one = whatif::ppstream_trace_of(a->paths);
+    const bool ours = one.has_value();
     if (ours && a->check_programs)
       throw std::invalid_argument("whatif --check-programs: for Megatron timer traces; a ppstream trace (" +
                                   a->paths.front() + ") is already lifted into programs the engine runs");

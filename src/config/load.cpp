@@ -72,6 +72,10 @@ PipelineConfig load_config_text(const std::string& yaml_text, const std::string&
     const std::string& key = kv.first.Scalar();
     if (std::find(sections.begin(), sections.end(), key) != sections.end()) {
       cfg.extra_sections[key] = YAML::Dump(kv.second);
+      cfg.extra_where[key] = where;
+      if (kv.second.IsMap())
+        for (const auto& sub : kv.second)
+          if (sub.first.IsScalar()) cfg.extra_where[key + "." + sub.first.Scalar()] = loc.at(sub.first);
       continue;
     }
     apply_key(cfg, key, kv.second, where, loc, /*from_cli=*/false);

@@ -62,6 +62,9 @@ void set_section_value(PipelineConfig& cfg, const std::string& key, const std::s
     if (!is_name(part))
       fail("", "--set key " + shown_key(key) + ": expected dot-separated names of letters, digits, '_' or '-'");
   const YAML::Node node = parse_value(key, value);
+  std::erase_if(cfg.extra_where, [&](const auto& kv) {  // set here, not read from the file
+    return kv.first == key || kv.first.starts_with(key + ".") || (path.size() > 2 && kv.first == path[0] + "." + path[1]);
+  });
   if (path.size() == 1) {
     cfg.extra_sections[key] = YAML::Dump(node);
     return;

@@ -4,6 +4,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <cerrno>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -55,8 +56,13 @@ whatif::WhatIfOptions options(std::optional<std::pair<int32_t, int32_t>> steps, 
 
 std::string finish(const whatif::WhatIfResult& r, const std::string& svg, const std::string& trace) {
   const auto write = [](const std::string& path, const std::string& text) {
+    errno = 0;
     std::ofstream f(path);
-    if (!f || !(f << text)) throw std::runtime_error("whatif: cannot write " + path);
+    if (!f || !(f << text)) {  // OSError (errno, its text, the path), as Python's open() raises
+      if (errno == 0) errno = EIO;
+      PyErr_SetFromErrnoWithFilename(PyExc_OSError, path.c_str());
+      throw py::error_already_set();
+    }
   };
   if (!svg.empty()) write(svg, whatif::to_svg(r));
   if (!trace.empty()) write(trace, whatif::to_trace(r));
@@ -104,7 +110,7 @@ void bind_whatif(py::module_& m) {
          const std::string& svg, const std::string& trace, const py::object& progress, const std::string& reduce_grad) {
         const whatif::WhatIfOptions o = options(steps, agg, reduce_grad, progress);
         // One ppstream trace (a file, a replay directory, a train run directory): the stream-program path.
-        const bool ours = paths.size() == 1 && whatif::is_ppstream_trace(paths.front());
+        const bool ours = whatif::ppstream_trace_of(paths).has_value();
         if (ours && !trace.empty())
           throw py::value_error("whatif: trace=: the ideal timeline is drawn for Megatron timer traces only, not for a "
                                 "ppstream trace (" + paths.front() + ")");

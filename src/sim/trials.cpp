@@ -76,12 +76,41 @@ const ProgramSet& CompiledPlan::programs() const { return impl_->set; }
 const engine::Topology& CompiledPlan::topology() const { return impl_->topo; }
 size_t CompiledPlan::instructions() const { return impl_->instructions; }
 
+namespace {
+
+// A section reader's ConfigError ("config: cost.KEY: …") located at the key's FILE:LINE
+// (PipelineConfig::extra_where); unlocated when the file does not hold the key (--set).
+template <class F>
+auto located(const PipelineConfig& cfg, const std::string& section, F parse) {
+  try {
+    return parse();
+  } catch (const ConfigError& e) {
+    const std::string msg = e.what();
+    constexpr std::string_view kHead = "config: ";
+    std::string key = section;
+    if (msg.starts_with(kHead)) {
+      const size_t end = msg.find(':', kHead.size());
+      if (end != std::string::npos) key = msg.substr(kHead.size(), end - kHead.size());
+    }
+    const auto it = cfg.extra_where.find(key);
+    if (it == cfg.extra_where.end() || it->second.empty()) throw;
+    // As the loader's own errors: "config: FILE:LINE: cost.KEY: …".
+    throw ConfigError(msg.starts_with(kHead) ? std::string(kHead) + it->second + ": " + msg.substr(kHead.size())
+                                             : it->second + ": " + msg);
+  }
+}
+
+}  // namespace
+
 TrialSetup trial_setup(const PipelineConfig& cfg, const World& world) {
   TrialSetup s;
   const auto cost_it = cfg.extra_sections.find("cost");
-  if (cost_it != cfg.extra_sections.end()) s.cost = parse_cost_spec(cost_it->second, cfg.num_stages());
+  if (cost_it != cfg.extra_sections.end())
+    s.cost = located(cfg, "cost", [&] { return parse_cost_spec(cost_it->second, cfg.num_stages()); });
   const auto strag_it = cfg.extra_sections.find("straggler");
-  if (strag_it != cfg.extra_sections.end()) s.straggler = parse_straggler_spec(strag_it->second, world, cfg.num_stages());
+  if (strag_it != cfg.extra_sections.end())
+    s.straggler =
+        located(cfg, "straggler", [&] { return parse_straggler_spec(strag_it->second, world, cfg.num_stages()); });
   return s;
 }
 

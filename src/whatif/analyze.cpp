@@ -415,7 +415,9 @@ WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOp
     res.m_w = (tori - mean(rem)) / (tori - tideal);
     res.m_w_add = (mean(add) - tideal) / (tori - tideal);
   } else {
-    res.notes.push_back(fmt::format("S = {:.4f} is below the attribution threshold {:.4f}: no attribution, no M_W",
+    res.m_s.reset(), res.m_s_add.reset();  // M_W, M_S only with the attribution (WhatIfResult)
+    res.notes.push_back(fmt::format("S = {:.4f} is below the attribution threshold {:.4f}: no attribution, no M_W, "
+                                    "no M_S",
                                     res.slowdown, opts.decompose_threshold));
   }
   if (opts.check_programs) {

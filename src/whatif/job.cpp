@@ -8,6 +8,7 @@
 #include <tuple>
 #include <limits>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "ppstream/whatif/whatif.h"
@@ -18,6 +19,19 @@ namespace {
 uint64_t key_of(int32_t stage, OpType t, int32_t seq) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(stage)) << 40) | (static_cast<uint64_t>(t) << 32) |
          static_cast<uint32_t>(seq);
+}
+
+// A worker whose lanes the metadata declares but that has no op at all lost its ops (a trace
+// cut short, a DP rank's file emptied): read without it, the job would look smaller.
+void check_declared_workers(const analyze::TimerTrace& trace) {
+  std::set<std::pair<int32_t, int32_t>> seen;
+  for (const analyze::TimerOp& op : trace.ops) seen.emplace(op.dp_rank, op.pp_rank);
+  for (const auto& [w, file] : trace.declared_workers)
+    if (!seen.contains(w))
+      throw LiftError(fmt::format("DP rank {}, stage {}: {} declares its lanes (thread_name metadata) but the trace "
+                                  "holds no timer op of it; the lifting needs every worker's ops (give the complete "
+                                  "trace of every DP rank)",
+                                  w.first, w.second, file));
 }
 
 }  // namespace
@@ -55,6 +69,7 @@ Job build_job(const analyze::TimerTrace& trace, std::optional<std::pair<int32_t,
     job.vpp = std::max(job.vpp, op.chunk + 1);
     steps.push_back(op.step);
   }
+  check_declared_workers(trace);
   for (const auto& [name, n] : unknown) {
     job.notes.push_back(fmt::format("{} ops named '{}' are not in the dependency model (docs/whatif.md); not "
                                     "simulated",

@@ -21,6 +21,8 @@
 #include "ppstream/config/config.h"
 #include "ppstream/lower/lower.h"
 #include "ppstream/program/format.h"
+#include "ppstream/sim/cost_model.h"
+#include "ppstream/sim/trials.h"
 #include "ppstream/verify/verify.h"
 #include "ppstream/whatif/whatif.h"
 
@@ -79,7 +81,31 @@ struct Joined {
   std::vector<std::vector<const OurSlice*>> slice;  // [prog][instr], nullptr: not drawn
 };
 
-Joined join(const ProgramSet& set, OurSlices& slices, const std::string& path, const std::string& cfg_path) {
+// Whether a compute instruction without a slice is a hole in the trace rather than an undrawn
+// zero-length one. A train run's runtime draws every F / B / OPT_STEP / RESHARD it runs
+// (python/ppstream/mindspore/training/trace.py), whatever it cost; the simulator and replay draw
+// compute of length > 0 only, so there a missing slice is a hole when the config's `cost:`
+// section gives the instruction a time > 0 (SimCostModel, no straggler draw).
+struct MustBeDrawn {
+  std::function<bool(const Program&, const Instr&)> test;
+  std::string why;  // for the message
+};
+
+MustBeDrawn must_be_drawn(const OurTrace& t, const PipelineConfig& cfg, const ProgramSet& set) {
+  const sim::TrialSetup setup = sim::trial_setup(cfg, set.world);
+  auto model = std::make_shared<const sim::SimCostModel>(set, cfg, setup.cost, sim::StragglerModel());
+  const bool train = !t.programs_path.empty();
+  return {[model, train](const Program& p, const Instr& i) {
+            const bool runtime_draws = i.op == OpKind::F || i.op == OpKind::B || i.op == OpKind::OPT_STEP ||
+                                       i.op == OpKind::RESHARD;
+            return (train && runtime_draws) || model->compute_ms(p, i) > 0;
+          },
+          train ? "a train run's runtime draws every F, B, OPT_STEP and RESHARD it runs"
+                : "its config's cost: gives it a time > 0 ms, and compute of length > 0 is always drawn"};
+}
+
+Joined join(const ProgramSet& set, OurSlices& slices, const std::string& path, const std::string& cfg_path,
+            int32_t step, const MustBeDrawn& drawn) {
   Joined j;
   j.slice.resize(set.programs.size());
   for (size_t p = 0; p < set.programs.size(); ++p) {
@@ -87,6 +113,9 @@ Joined join(const ProgramSet& set, OurSlices& slices, const std::string& path, c
     j.slice[p].assign(prog.instrs.size(), nullptr);
     auto& row = slices[prog.rank.v];
     std::map<std::string, size_t> taken;  // per text: slices joined so far
+    // The first compute instruction the trace should draw but does not: reported after the
+    // slices that name no instruction (a renamed slice is that, not a lost one).
+    std::string missing;
     for (size_t k = 0; k < prog.instrs.size(); ++k) {
       const Instr& i = prog.instrs[k];
       if (!has_cost(i.op)) continue;
@@ -98,6 +127,10 @@ Joined join(const ProgramSet& set, OurSlices& slices, const std::string& path, c
           throw LiftError(fmt::format("whatif: {}: no slice for '{}' (rank {}), an instruction of the programs "
                                       "compiled from {}: the trace and its config disagree",
                                       path, line, prog.rank.v, cfg_path));
+        if (drawn.test(prog, i) && missing.empty())
+          missing = fmt::format("whatif: {}: step {}: rank {}: no slice for '{}' (instruction #{} of the programs "
+                                "compiled from {}): {}; the trace lost it",
+                                path, step, prog.rank.v, line, k, cfg_path, drawn.why);
         continue;  // compute of zero length is not drawn
       }
       j.slice[p][k] = &it->second[n++];
@@ -109,6 +142,7 @@ Joined join(const ProgramSet& set, OurSlices& slices, const std::string& path, c
                                     "from {} ({} slice(s) of that text, {} such instruction(s))",
                                     path, text, prog.rank.v, cfg_path, list.size(), t == taken.end() ? 0 : t->second));
     }
+    if (!missing.empty()) throw LiftError(missing);
   }
   for (const auto& [rank, row] : slices)
     if (rank < 0 || rank >= static_cast<int32_t>(set.programs.size()) || set.programs[static_cast<size_t>(rank)].rank.v != rank)
@@ -371,12 +405,13 @@ LiftedTrace lift_ppstream_trace(const std::string& path, const std::optional<std
   check_programs_ran(t, out.programs);
   const ProgramSet& set = out.programs;
   const World& world = set.world;
+  const MustBeDrawn drawn = must_be_drawn(t, out.config, set);
   for (OurStep& st : t.steps) {
     if (static_cast<int64_t>(st.slices.size()) != int64_t{world.pp} * world.dp())
       throw LiftError(fmt::format("whatif: {}: step {} draws {} ranks, the configuration's world has {}: write it with "
                                   "`ppstream simulate --cluster --trace-every-rank` (every collective member must be seen)",
                                   path, st.step, st.slices.size(), world.pp * world.dp()));
-    const Joined j = join(set, st.slices, path, cfg_path);
+    const Joined j = join(set, st.slices, path, cfg_path, st.step, drawn);
     LiftedTrace::Step s;
     s.step = st.step;
     s.measured_ms = st.measured_ms;
@@ -425,6 +460,7 @@ WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions
   res.pp = world.pp;
   res.vpp = world.vpp;
   res.ops = lifted.slices_read;
+  res.ppstream_trace = true;
   for (const Program& p : set.programs) res.graph_ops += static_cast<int64_t>(p.instrs.size());
   res.graph_ops /= world.dp();  // per DP rank: the instructions of one pipeline replica
   int64_t runs = 0;
@@ -507,19 +543,20 @@ WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions
   const int32_t dp = res.dp;
   const auto dp_index = [dp](const Program& p) { return p.rank.v - p.pp_rank * dp; };
   const double span = resim - ideal;
-  {
-    const int32_t last = world.pp - 1;
-    const double rem = mean_run([&](const Program& p, const Instr&) { return p.pp_rank != last; }, "M_S");
-    const double add = mean_run([&](const Program& p, const Instr&) { return p.pp_rank == last; }, "M_S");
-    res.m_s = span != 0 ? (resim - rem) / span : 0;
-    res.m_s_add = span != 0 ? (add - ideal) / span : 0;
-  }
   if (res.slowdown < opts.decompose_threshold) {
-    res.notes.push_back(fmt::format("S = {:.4f} is below the attribution threshold {:.4f}: no attribution, no M_W",
+    res.notes.push_back(fmt::format("S = {:.4f} is below the attribution threshold {:.4f}: no attribution, no M_W, "
+                                    "no M_S",
                                     res.slowdown, opts.decompose_threshold));
     return res;
   }
   res.attributed = true;
+  if (span != 0) {
+    const int32_t last = world.pp - 1;
+    const double rem = mean_run([&](const Program& p, const Instr&) { return p.pp_rank != last; }, "M_S");
+    const double add = mean_run([&](const Program& p, const Instr&) { return p.pp_rank == last; }, "M_S");
+    res.m_s = (resim - rem) / span;
+    res.m_s_add = (add - ideal) / span;
+  }
   for (int32_t d = 0; d < dp; ++d)
     res.by_dp_rank[std::to_string(d)] =
         mean_run([&](const Program& p, const Instr&) { return dp_index(p) == d; }, "by DP rank") / ideal;
@@ -554,8 +591,7 @@ WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions
   const auto is_chosen = [&](const Program& p) { return chosen.count({dp_index(p), p.pp_rank}) > 0; };
   const double rem = mean_run([&](const Program& p, const Instr&) { return !is_chosen(p); }, "M_W");
   const double add = mean_run([&](const Program& p, const Instr&) { return is_chosen(p); }, "M_W");
-  res.m_w = span != 0 ? (resim - rem) / span : 0;
-  res.m_w_add = span != 0 ? (add - ideal) / span : 0;
+  if (span != 0) res.m_w = (resim - rem) / span, res.m_w_add = (add - ideal) / span;
   return res;
 }
 

@@ -19,29 +19,12 @@ namespace fs = std::filesystem;
 namespace {
 
 // `ppstream train --out DIR` (docs/runtime.md "Run directory"): the launcher writes both before
-// any worker starts (the analyzer's rule too, src/analyze/read_run_dir.cpp).
+// any worker starts (the analyzer's rule too, src/analyze/read_run_dir.cpp; detect.cpp's too).
 bool is_train_run_dir(const fs::path& dir) {
   return fs::is_regular_file(dir / "run.json") && fs::is_regular_file(dir / "programs.json");
 }
 
 }  // namespace
-
-bool is_ppstream_trace(const std::string& path) {
-  if (fs::is_directory(path)) {
-    if (is_train_run_dir(path)) return true;
-    for (const auto& e : fs::directory_iterator(path))
-      if (e.path().filename().string().rfind("replay.", 0) == 0 && e.path().extension() == ".json") return true;
-    return false;
-  }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  f.seekg(0, std::ios::end);
-  const std::streamoff size = f.tellg();
-  constexpr std::streamoff kTail = 64 * 1024;
-  f.seekg(std::max<std::streamoff>(0, size - kTail));
-  std::string tail((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return tail.find(R"("otherData":{"ppstream":)") != std::string::npos;
-}
 
 namespace {
 

@@ -40,6 +40,7 @@ std::string to_json(const WhatIfResult& r) {
   j["vpp"] = r.vpp;
   j["ops"] = r.ops;
   j["graph_ops"] = r.graph_ops;
+  j["ppstream_trace"] = r.ppstream_trace;
   j["slowdown"] = r.slowdown;
   j["launch_slowdown"] = r.launch_slowdown;
   j["launch_delay_share"] = r.launch_delay_share;
@@ -57,10 +58,11 @@ std::string to_json(const WhatIfResult& r) {
   j["by_dp_rank_per_step"] = per_step_json(r.by_dp_rank_per_step);
   j["by_stage_per_step"] = per_step_json(r.by_stage_per_step);
   j["by_op_type_per_step"] = per_step_json(r.by_op_type_per_step);
-  j["m_w"] = r.m_w;
-  j["m_w_add"] = r.m_w_add;
-  j["m_s"] = r.m_s;
-  j["m_s_add"] = r.m_s_add;
+  const auto or_null = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  j["m_w"] = or_null(r.m_w);
+  j["m_w_add"] = or_null(r.m_w_add);
+  j["m_s"] = or_null(r.m_s);
+  j["m_s_add"] = or_null(r.m_s_add);
   nlohmann::json ws = nlohmann::json::array();
   for (const auto& [d, p] : r.m_w_workers) ws.push_back({{"dp_rank", d}, {"stage", p}});
   j["m_w_workers"] = ws;
@@ -93,19 +95,30 @@ std::string to_json(const WhatIfResult& r) {
 }
 
 std::string to_text(const WhatIfResult& r) {
-  std::string out = fmt::format("what-if: {} DP x {} PP (vpp {}), {} steps, {} ops ({} per step and DP rank)\n",
-                                r.dp, r.pp, r.vpp, r.steps.size(), r.ops, r.graph_ops);
-  out += fmt::format("slowdown S = {:.4f}   launch_slowdown = {:.4f}   launch delay share = {:.2f} %   "
-                     "re-simulation error max = {:.3f} %\n",
-                     r.slowdown, r.launch_slowdown, 100 * r.launch_delay_share, 100 * r.max_resim_error);
+  std::string out =
+      r.ppstream_trace
+          ? fmt::format("what-if: {} DP x {} PP (vpp {}), {} steps, {} slices read, {} instructions per DP replica\n",
+                        r.dp, r.pp, r.vpp, r.steps.size(), r.ops, r.graph_ops)
+          : fmt::format("what-if: {} DP x {} PP (vpp {}), {} steps, {} timer ops ({} per step and DP rank)\n", r.dp,
+                        r.pp, r.vpp, r.steps.size(), r.ops, r.graph_ops);
+  // A negative share is no share: the re-simulation without launch delays is longer than the
+  // measured step (docs/whatif.md "launch_delay_share").
+  const std::string share =
+      r.launch_delay_share >= 0
+          ? fmt::format("launch delay share = {:.2f} %", 100 * r.launch_delay_share)
+          : fmt::format("launch delay share: none (nodelay is {:.2f} % longer than measured)",
+                        100 * (r.launch_slowdown > 0 ? 1 / r.launch_slowdown - 1 : 0));
+  out += fmt::format("slowdown S = {:.4f}   launch_slowdown = {:.4f}   {}   re-simulation error max = {:.3f} %\n",
+                     r.slowdown, r.launch_slowdown, share, 100 * r.max_resim_error);
   if (r.programs_check)
     out += fmt::format("lifted programs: {} ranks, {} instructions, verified; {} engine runs, largest difference from "
                        "the graph {:.3g} ms\n",
                        r.programs_check->programs, r.programs_check->instructions, r.programs_check->runs,
                        r.programs_check->max_diff_ms);
   if (r.attributed) {
-    out += fmt::format("M_W = {:.3f} (idealizing {} worker{})   M_S = {:.3f}\n", r.m_w, r.m_w_workers.size(),
-                       r.m_w_workers.size() == 1 ? "" : "s", r.m_s);
+    const auto fig = [](const std::optional<double>& v) { return v ? fmt::format("{:.3f}", *v) : std::string("n/a (no slowdown)"); };
+    out += fmt::format("M_W = {} (idealizing {} worker{})   M_S = {}\n", fig(r.m_w), r.m_w_workers.size(),
+                       r.m_w_workers.size() == 1 ? "" : "s", fig(r.m_s));
     const auto table = [&](const char* title, const char* col, const Attribution& a) {
       out += fmt::format("\n{}\n  {:<28} {:>10}\n", title, col, "slowdown");
       for (const auto& [k, v] : worst(a, 5)) out += fmt::format("  {:<28} {:>10.4f}\n", k, v);
@@ -124,8 +137,6 @@ std::string to_text(const WhatIfResult& r) {
                        "dp_rank", "stage", "score");
     for (size_t i = 0; i < std::min<size_t>(5, ws.size()); ++i)
       out += fmt::format("  {:>8} {:>6} {:>10.4f}\n", std::get<1>(ws[i]), std::get<2>(ws[i]), std::get<0>(ws[i]));
-  } else {
-    out += fmt::format("M_S = {:.3f}\n", r.m_s);
   }
   out += fmt::format("\n  {:>6} {:>12} {:>14} {:>12} {:>10} {:>9}\n", "step", "measured_ms", "resimulated_ms",
                      "nodelay_ms", "ideal_ms", "slowdown");
@@ -168,7 +179,10 @@ std::string to_svg(const WhatIfResult& r) {
   std::string s = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
                               "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
                               w, h);
-  s += fmt::format("<text x=\"{}\" y=\"20\" font-size=\"14\">slowdown each worker alone causes (S = {:.3f})</text>\n", left, r.slowdown);
+  // The cells are worker_score: S_w on a ppstream trace, min(S_dp, S_stage) on Megatron timelines.
+  const char* title = r.by_worker.empty() ? "min(DP rank, stage) slowdown per worker"
+                                          : "slowdown each worker alone causes";
+  s += fmt::format("<text x=\"{}\" y=\"20\" font-size=\"14\">{} (S = {:.3f})</text>\n", left, title, r.slowdown);
   s += fmt::format("<text x=\"{}\" y=\"{}\">stage (PP rank) →</text>\n", left, top - 8);
   s += fmt::format("<text x=\"12\" y=\"{}\" transform=\"rotate(-90 12 {})\">DP rank →</text>\n", top + 60, top + 60);
   const bool labels = cell >= 14;

@@ -1,12 +1,10 @@
 """BREAKER (fresh-user faults, 2026-12-02; see the breaker report): each test states behaviour the
 docs promise (docs/whatif.md, docs/tune.md, COMMON quality bar) and FAILS on 048d8ba. Marked
 xfail(strict): the suite stays green; when a fault is fixed its test XPASSes, which fails, so the
-fixer removes that test's marker and keeps the test. The tune faults (4, 5, 6) are fixed: their
-tests run unmarked."""
+fixer removes that test's marker and keeps the test. All six are fixed (tunefix: 4, 5, 6; wfix: 2,
+3, 7): every test runs unmarked."""
 import json, os, pathlib, shutil, subprocess, sys
 import pytest
-
-BREAKER = pytest.mark.xfail(strict=True, reason="BREAKER: known fault, see the breaker report")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLI = shutil.which("ppstream", path=os.path.dirname(sys.executable)) or "ppstream"
@@ -33,7 +31,6 @@ def _rewrite(src, dst, edit, **dump):
     return dst
 
 
-@BREAKER
 def test_whatif_reads_our_trace_reserialized_with_spaces(sim_trace, tmp_path):
     # json.dump's default separators write '"otherData": {"ppstream"': still ppstream's format.
     t = _rewrite(sim_trace, tmp_path / "re.json", lambda d: None)
@@ -41,7 +38,6 @@ def test_whatif_reads_our_trace_reserialized_with_spaces(sim_trace, tmp_path):
     assert r.returncode == 0, r.stderr
 
 
-@BREAKER
 def test_whatif_refuses_a_trace_missing_a_compute_slice(sim_trace, tmp_path):
     def drop(d):
         ev = d["traceEvents"]
@@ -74,7 +70,6 @@ def test_tune_space_refuses_keys_that_change_the_problem():
         assert r.returncode == 2 and "not a key of the plan space" in r.stderr, (space, r.stderr)
 
 
-@BREAKER
 def test_whatif_m_s_is_null_when_not_attributed(sim_trace):
     d = json.loads(run("whatif", sim_trace, "--json").stdout)
     assert d["attributed"] is False

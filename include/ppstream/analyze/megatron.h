@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +48,9 @@ struct TimerTrace {
   std::deque<TimerOp> ops;  // a deque: growing it never holds two copies (millions of ops)
   std::vector<std::string> sources;
   std::vector<std::string> notes;  // e.g. complete events that are no timer op, per file
+  // (DP rank = pid, PP rank) of every thread_name metadata event naming a timer lane, with the
+  // file that declared it: a worker declared here with no op is a hole the what-if refuses.
+  std::map<std::pair<int32_t, int32_t>, std::string> declared_workers;
 };
 
 // Reads the timer ops of `path` into `out`. Throws TraceError naming the file, byte offset and

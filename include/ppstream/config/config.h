@@ -83,6 +83,10 @@ struct PipelineConfig {
   // Any further top-level sections (e.g. `cost:` for the simulator, `model:` for the runtime)
   // are kept verbatim as YAML text for their own readers; see `extra_sections`.
   std::map<std::string, std::string> extra_sections;
+  // Where each key of those sections was read, "FILE:LINE" by dotted key ("cost",
+  // "cost.forward_ms_per_layer"): what the sections' readers' errors are located with
+  // (sim::trial_setup). Empty for keys set by --set or in code.
+  std::map<std::string, std::string> extra_where;
 
   // Keys set by the YAML or by overrides, dotted for data_parallel ("data_parallel.mode").
   // Keys not in it take derived defaults when the loader or apply_override re-derives:

@@ -76,8 +76,14 @@ using Attribution = std::map<std::string, double>;  // label → slowdown (DP ra
 struct WhatIfResult {
   int32_t dp = 0, pp = 0, vpp = 0;
   std::optional<ProgramsCheck> programs_check;  // WhatIfOptions::check_programs
-  int64_t ops = 0;             // timer ops read and lifted
-  int64_t graph_ops = 0;       // ops of the per-step dependency template (all stages, one DP rank)
+  // Megatron timelines: ops = timer ops read and lifted (every step and DP rank), graph_ops = ops
+  // of the per-step dependency template (all stages, one DP rank). A ppstream trace
+  // (ppstream_trace true): ops = work slices read (every step and rank; EVENT_WAIT slices not
+  // counted), graph_ops = instructions of one DP replica's programs (all PP ranks, RECORD / WAIT
+  // included).
+  int64_t ops = 0;
+  int64_t graph_ops = 0;
+  bool ppstream_trace = false;
   double slowdown = 0;         // S = mean nodelay / mean ideal (artifact: blocking_slowdown)
   double launch_slowdown = 0;  // mean measured / mean nodelay (artifact: launch_slowdown)
   double max_resim_error = 0;  // max over steps of |resimulated − measured| / measured
@@ -89,7 +95,9 @@ struct WhatIfResult {
   std::map<int32_t, Attribution> by_dp_rank_per_step, by_stage_per_step, by_op_type_per_step;
   // M_W (Eq. 5): share of the slowdown removed by idealizing the top 3 % of workers (by
   // min(S_dp, S_stage)); M_S: by idealizing the last stage. Each with its `add` counterpart.
-  double m_w = 0, m_w_add = 0, m_s = 0, m_s_add = 0;
+  // nullopt when not computed: S below the attribution threshold (attributed false), or no
+  // slowdown to share (nodelay == ideal).
+  std::optional<double> m_w, m_w_add, m_s, m_s_add;
   std::vector<std::pair<int32_t, int32_t>> m_w_workers;  // (dp rank, stage) idealized for M_W
   // Worker heatmap: min(S_dp, S_stage) per [dp][stage] (the artifact's heatmap score).
   std::vector<std::vector<double>> worker_score;
@@ -128,10 +136,17 @@ WhatIfResult analyze(const analyze::TimerTrace& trace, const WhatIfOptions& opts
 WhatIfResult analyze_paths(const std::vector<std::string>& paths, const WhatIfOptions& opts = {});
 
 // ppstream's own traces (docs/whatif.md "Our traces").
-// True when `path` is a file ending with ppstream's trace metadata (`"otherData":{"ppstream":`,
-// read from its last 64 KiB: no parse of the whole file; a gzip file is never ours), or a
-// directory holding replay.*.json traces.
+// True when `path` is a JSON file whose top-level object's "otherData" object has the key
+// "ppstream" (found by parsing: whitespace and key order do not matter; a file never mentioning
+// "ppstream", a gzip file or a top-level array is never ours, without a full parse), a train run
+// directory (run.json and programs.json), or a directory holding replay.*.json traces.
 bool is_ppstream_trace(const std::string& path);
+// The what-if's inputs sorted out (CLI and Python): the one ppstream trace among `paths`, or
+// nullopt when they are Megatron timelines. Throws LiftError on a .parquet path (parquet tables
+// are read from Python, ppstream.whatif, with pyarrow) and on a ppstream trace beside any other
+// path ("one ppstream trace at a time"), and on a directory that is neither a train run directory
+// nor a replay one ("not a run directory: no run.json").
+std::optional<std::string> ppstream_trace_of(const std::vector<std::string>& paths);
 // One `simulate --cluster --trace-every-rank --trace PATH` trace with PATH.config.yaml beside it,
 // or a `replay --trace PATH` directory with PATH/replay.POLICY.config.yaml (one policy's files;
 // steps by their markers): the config is compiled again (expanded, every pass) and verified, each
