@@ -86,7 +86,8 @@ def test_ascend_smoke_on_cpu(smoke):
 
 def test_whatif_lifts_the_inline_runs_and_predicts_async(smoke):
     """The run directory's host traces lifted into the programs of its config.yaml (compiled again,
-    checked against programs.json, verified), re-simulated under cpu-serial; its measured steps are
+    checked against programs.json, verified under cpu-serial), re-simulated under cpu-mccl (MCCL's
+    eager sends); its measured steps are
     the runtime's own step times (summary.json). Asserts only what cannot flake."""
     import ppstream
     out, proc = smoke
@@ -103,7 +104,7 @@ def test_whatif_lifts_the_inline_runs_and_predicts_async(smoke):
         for s, ms in zip(res["steps"], summary["step_ms"]):
             assert abs(s["measured_ms"] - ms) < 1e-3 * ms, (s, ms)
             assert s["resimulated_ms"] > 0 and s["ideal_ms"] > 0
-        assert any("verified" in n and "engine profile cpu-serial" in n for n in res["notes"]), res["notes"]
+        assert any("verified under cpu-serial, re-simulated under cpu-mccl" in n for n in res["notes"]), res["notes"]
         p = res["predicted_step_ms"]
         assert p["policy"] == "async" and p["measured_costs_ms"] > 0 and len(p["per_step_ms"]) == 2
         assert ppstream.whatif(str(run), progress=False)["steps"] == res["steps"]  # the Python API, same figures
