@@ -3,14 +3,14 @@
 
 The artifact (ByteDance-Seed/StragglerAnalysis, "Understanding Stragglers in Large Model Training
 Using What-if Analysis", OSDI 2025; Apache-2.0) is not on PyPI: its code is in --artifact DIR
-(e.g. ../shared/whatif/bytedance-straggler-analysis, with analyzer/, meta-X.yaml, trace-X.parquet
-and timeline-X.json.gz). It is a check-time oracle only: this script makes its own venv (--venv,
+(a checkout of that repository, with analyzer/, meta-X.yaml, trace-X.parquet and
+timeline-X.json.gz; no test needs it). It is a check-time oracle only: this script makes its own venv (--venv,
 default ~/.cache/ppstream/wia-venv) with pandas 2.2.x, pyarrow, scipy, numpy<2.2 (the artifact
 breaks under pandas 3) from PyPI, runs the artifact's analyzer/wia.py, compute_mw.py and
 compute_ms.py there on the parquet table, runs `ppstream whatif --json` on the timeline, and prints
 S, S per DP rank / stage / op type, M_W and M_S beside each other with the relative difference,
 then CPU time and peak memory of both:
-    python3 scripts/whatif_check.py --artifact ../shared/whatif/bytedance-straggler-analysis \\
+    python3 scripts/whatif_check.py --artifact PATH/TO/StragglerAnalysis \\
         --ppstream build-rel/ppstream [--traces AR ST] [--job DIR_OF_A_SYNTHETIC_JOB] [--evaluator engine|graph]
 Exit status 1 when a figure differs by more than 1 % (M_W, M_S: 0.03) or the worst worker, stage
 or op type differs. CPU time and peak RSS come from GNU time (user+sys seconds, max RSS) for each
