@@ -1,6 +1,7 @@
 // The what-if figures (docs/whatif.md "Figures"): measured costs from the trace, the
 // re-simulation check, the ideal, S and its attribution, M_W and M_S.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -261,15 +262,29 @@ WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOp
   res.vpp = job.vpp;
   res.ops = job.trace_ops;
   res.graph_ops = static_cast<int64_t>(job.ops.size());
-  // The lifted worlds (engine_eval.h), verified: the engine's programs, or the check's.
-  EngineWorlds worlds, worlds2;
-  if (opts.evaluator == Evaluator::ENGINE || opts.check_programs) {
-    worlds = lift_worlds(job, g, res.notes, "whatif: the lifted programs", true);
-    if (g2) worlds2 = lift_worlds(job, *g2, res.notes, "whatif: the lifted programs with the reductions re-placed", false);
-  }
+  // The lifted worlds (engine_eval.h), verified whatever the evaluator: every figure is the
+  // engine's on these programs (the graph evaluator's are the same, docs/whatif.md "Evaluation on
+  // the engine"), so they are figures of verified programs. The full world and the reduced one
+  // (which the DP-rank attribution and the ideal run on); the graph's own rewrite of the reductions
+  // (graph_ms) as its full world.
+  EngineWorlds worlds = lift_worlds(job, g, res.notes, "whatif: the lifted programs", true);
+  EngineWorlds worlds2;
+  if (g2) worlds2 = lift_worlds(job, *g2, res.notes, "whatif: the lifted programs with the reductions re-placed", false);
+  res.lifted.programs = static_cast<int64_t>(worlds.full->gp.set.programs.size());
+  res.lifted.instructions = worlds.full->gp.instructions();
+  for (PlatformKind k : worlds.full->verified_under) res.lifted.verified_under.emplace_back(to_string(k));
+  res.notes.push_back(fmt::format(
+      "lifted programs: {} ranks, {} instructions (one step's: every step runs these programs with its own costs), "
+      "verified under {}{}{}; figures by the {} evaluator",
+      res.lifted.programs, res.lifted.instructions, fmt::join(res.lifted.verified_under, ", "),
+      worlds.reduced ? fmt::format(", and the reduced world of two DP rows ({} ranks)",
+                                   worlds.reduced->gp.set.programs.size())
+                     : std::string(),
+      worlds2.full ? ", and the graph's rewrite of the reductions (graph_ms)" : "",
+      opts.evaluator == Evaluator::ENGINE ? "engine" : "graph"));
 
   Analysis a{job, g, opts, {}, {}};
-  if (worlds.full) a.worlds = &worlds;
+  a.worlds = &worlds;
   a.measure(res.notes);
   if (a.on_engine() && a.m.negative > 0)
     res.notes.push_back(fmt::format("{} transfer times and launch delays slightly below 0 (down to {:.6f} ms; the trace's "
@@ -349,13 +364,10 @@ WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOp
     WhatIfResult::Prediction pr;
     pr.policy = async ? "async" : "inline";
     // The graph's own rewrite (graph_ms, kept beside the prediction), by the chosen evaluator.
-    const EngineWorlds* w2 = worlds2.full ? &worlds2 : nullptr;
-    pr.graph_ms = mean(a.eval(*g2, w2, Analysis::MeasuredCost{a.m, false}, S, job.dp));
-    pr.graph_ideal_ms = a.eval(*g2, w2, Analysis::IdealCost{a.ideal}, 1, 1).front();
+    pr.graph_ms = mean(a.eval(*g2, &worlds2, Analysis::MeasuredCost{a.m, false}, S, job.dp));
+    pr.graph_ideal_ms = a.eval(*g2, &worlds2, Analysis::IdealCost{a.ideal}, 1, 1).front();
     // The prediction: the compiler's place-reductions on the lifted programs (graph_counterfactual.h).
-    std::optional<GraphPrograms> lifted;
-    if (!worlds.full) lifted = programs_of_graph(job, g, res.notes);
-    predict_by_pass(job, worlds.full ? worlds.full->gp : *lifted, *opts.reduce_grad, S, Analysis::MeasuredCost{a.m, false},
+    predict_by_pass(job, worlds.full->gp, *opts.reduce_grad, S, Analysis::MeasuredCost{a.m, false},
                     Analysis::IdealCost{a.ideal}, pr, res.notes);
     pr.traced_ms = mean(nodelay);
     pr.traced_ideal_ms = mean(ideal);

@@ -29,6 +29,7 @@
 #include "graph.h"
 #include "graph_programs.h"
 #include "job.h"
+#include "ppstream/verify/verify.h"
 
 namespace ppstream::whatif {
 
@@ -44,15 +45,23 @@ struct NonNegative {
   double delay(int32_t k, int64_t j) const { return std::max(0.0, view.delay(k, j)); }
 };
 
-// A lifted world: its programs (verified by the caller) and their engine topology, built once
-// and reused by every run.
+// A lifted world: its programs and their engine topology, built once and shared by the verifier
+// and every engine run on them.
 struct EngineWorld {
   GraphPrograms gp;
   engine::Topology topo;
 
-  EngineWorld(GraphPrograms programs) : gp(std::move(programs)), topo(engine::build_topology(gp.set)) {}
+  explicit EngineWorld(GraphPrograms programs) : gp(std::move(programs)), topo(engine::build_topology(gp.set)) {}
   EngineWorld(const EngineWorld&) = delete;
   EngineWorld& operator=(const EngineWorld&) = delete;
+
+  // The profiles the programs were verified under (require_verified); empty until they are.
+  std::vector<PlatformKind> verified_under;
+
+  // The verifier on this world's topology (verify.h rules, the profiles of `opts`); throws
+  // VerifyError with `what` as its context on any violation, else adds the profiles to
+  // verified_under.
+  void require_verified(const VerifyOptions& opts, const std::string& what);
 
   // The engine's step (makespan, ms) of step `step` under `view` (rows: step · gp.dp + row).
   template <class View>
@@ -78,8 +87,8 @@ struct EngineWorld {
 // needs to lift the reduced world.
 Job rows_view(const Job& job, int32_t rows);
 
-// Lifts `g` as the full world (job.dp rows) and, when job.dp > 2, the reduced world of two rows;
-// verifies both (require_verified: throws VerifyError naming `what`).
+// Lifts `g` as the full world (job.dp rows) and, with `with_reduced` and job.dp > 2, the reduced
+// world of two rows; verifies each under strict (throws VerifyError naming `what`).
 struct EngineWorlds {
   std::unique_ptr<EngineWorld> full, reduced;  // reduced: null when job.dp <= 2 (full is the reduced world)
   const EngineWorld& two_rows() const { return reduced ? *reduced : *full; }

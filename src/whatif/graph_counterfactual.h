@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine_eval.h"
 #include "graph_programs.h"
 #include "job.h"
 #include "ppstream/program/ir.h"
@@ -43,21 +44,22 @@ GraphPrograms counterfactual_programs(const Job& job, const GraphPrograms& trace
 // The prediction of `pr` from the counterfactual programs of `policy`: verified (strict, complete:
 // send-before-reduce, reduce-once, drain, collective-order), then run by the engine on every step
 // under `measured` (per_step_ms, measured_costs_ms: their mean) and once under `ideal`
-// (ideal_costs_ms). Sets pr.policy, pr.traced_policy and pr.instructions.
+// (ideal_costs_ms), on one engine topology (EngineWorld) shared by the verifier and every run.
+// Sets pr.policy, pr.traced_policy and pr.instructions.
 template <class Measured, class Ideal>
 void predict_by_pass(const Job& job, const GraphPrograms& traced, ReducePolicy policy, int32_t steps,
                      const Measured& measured, const Ideal& ideal, WhatIfResult::Prediction& pr,
                      std::vector<std::string>& notes) {
-  const GraphPrograms cf = counterfactual_programs(job, traced, policy, notes);
-  require_verified(cf.set, {}, std::string("whatif: the counterfactual programs (--reduce-grad ") + to_string(policy) + ")");
+  EngineWorld cf(counterfactual_programs(job, traced, policy, notes));
+  cf.require_verified({}, std::string("whatif: the counterfactual programs (--reduce-grad ") + to_string(policy) + ")");
   pr.policy = to_string(policy);
   pr.traced_policy = traced_policy_name(job);
-  pr.instructions = cf.instructions();
-  pr.per_step_ms = engine_steps(cf, steps, measured);
+  pr.instructions = cf.gp.instructions();
+  pr.per_step_ms = cf.steps_ms(measured, steps);
   double sum = 0;
   for (double x : pr.per_step_ms) sum += x;
   pr.measured_costs_ms = pr.per_step_ms.empty() ? 0.0 : sum / static_cast<double>(pr.per_step_ms.size());
-  pr.ideal_costs_ms = engine_steps(cf, 1, ideal).front();
+  pr.ideal_costs_ms = cf.step_ms(ideal, 0);
 }
 
 }  // namespace ppstream::whatif

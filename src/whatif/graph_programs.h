@@ -70,18 +70,4 @@ class GraphCostModel final : public CostModel {
   }
 };
 
-// The engine's step time (makespan, ms) of each of `steps` steps under `view`, on the
-// `strict-timed` profile.
-template <class View>
-std::vector<double> engine_steps(const GraphPrograms& gp, int32_t steps, const View& view) {
-  std::vector<double> out;
-  for (int32_t s = 0; s < steps; ++s) {
-    const GraphCostModel<View> cost(gp, view, s);
-    const EngineResult r = run_engine(gp.set, {PlatformKind::STRICT_TIMED, &cost});
-    if (!r.completed) throw std::logic_error("whatif: the lifted programs deadlock:\n" + format_deadlock(gp.set, r));
-    out.push_back(r.makespan_ms);
-  }
-  return out;
-}
-
 }  // namespace ppstream::whatif

@@ -463,6 +463,11 @@ WhatIfResult analyze_ppstream_trace(const std::string& path, const WhatIfOptions
   res.ppstream_trace = true;
   for (const Program& p : set.programs) res.graph_ops += static_cast<int64_t>(p.instrs.size());
   res.graph_ops /= world.dp();  // per DP rank: the instructions of one pipeline replica
+  // What compile_lifted verified the set under.
+  res.lifted.programs = static_cast<int64_t>(set.programs.size());
+  for (const Program& p : set.programs) res.lifted.instructions += static_cast<int64_t>(p.instrs.size());
+  res.lifted.verified_under = {to_string(PlatformKind::STRICT)};
+  if (ran_as && *ran_as != PlatformKind::STRICT) res.lifted.verified_under.emplace_back(to_string(*ran_as));
   int64_t runs = 0;
   const int64_t total = n_steps * (2 + (opts.reduce_grad ? 1 : 0) + res.dp + res.pp +
                                    static_cast<int64_t>(id.ops.size()) + int64_t{res.dp} * res.pp + 4) + 2;

@@ -76,6 +76,14 @@ using Attribution = std::map<std::string, double>;  // label → slowdown (DP ra
 struct WhatIfResult {
   int32_t dp = 0, pp = 0, vpp = 0;
   std::optional<ProgramsCheck> programs_check;  // WhatIfOptions::check_programs
+  // The lifted programs every figure is computed on, as verified before any of them (docs/whatif.md
+  // "Verification"): ranks and instructions of one step's set (the full world: every DP rank),
+  // and the engine profiles the verifier proved them under (deadlock and the static rules).
+  struct LiftedPrograms {
+    int64_t programs = 0, instructions = 0;
+    std::vector<std::string> verified_under;  // profile names (to_string(PlatformKind)): "strict", …
+  };
+  LiftedPrograms lifted;
   // Megatron timelines: ops = timer ops read and lifted (every step and DP rank), graph_ops = ops
   // of the per-step dependency template (all stages, one DP rank). A ppstream trace
   // (ppstream_trace true): ops = work slices read (every step and rank; EVENT_WAIT slices not

@@ -17,6 +17,7 @@
 #include "ppstream/verify/verify.h"
 #include "ppstream/whatif/whatif.h"
 #include "whatif/graph.h"
+#include "whatif/engine_eval.h"
 #include "whatif/graph_programs.h"
 #include "whatif/job.h"
 
@@ -98,7 +99,47 @@ TEST(LiftedProgramsCli, CheckProgramsFlag) {
   EXPECT_EQ(j["programs_check"]["programs"], 8);
   EXPECT_LT(j["programs_check"]["max_diff_ms"].get<double>(), 1e-9);
   const auto plain = testing_cli::run_ppstream("whatif " + data("timeline-ST.json.gz") + " --json");
-  EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("programs_check"));
+  const auto pj = nlohmann::json::parse(plain.out);
+  EXPECT_FALSE(pj.contains("programs_check"));
+  // Verified on the default path too (the graph evaluator), and said so.
+  EXPECT_EQ(pj["verified_under"], nlohmann::json::array({"strict"})) << plain.out;
+  EXPECT_EQ(pj["lifted_programs"]["programs"], 8);
+  EXPECT_EQ(pj["lifted_programs"]["instructions"], j["programs_check"]["instructions"]);
+}
+
+// The default evaluator (graph) verifies the lifted programs as the engine's does: the result
+// names the set it verified (the full world), and the lifting every evaluator goes through
+// (lift_worlds) refuses programs that break a rule — here two forward sends of stage 0 swapped
+// in program order, which the p2p-fifo / event rules catch.
+TEST(LiftedProgramsVerify, TheDefaultPathVerifiesTheLiftedPrograms) {
+  analyze::TimerTrace t;
+  analyze::read_timer_trace(data("timeline-ST.json.gz"), t);
+  const WhatIfResult r = analyze(t, {});
+  const Job job = build_job(t, std::nullopt);
+  std::vector<std::string> notes;
+  Graph g = lift_graph(job, notes);
+  const GraphPrograms gp = programs_of_graph(job, g, notes);
+  EXPECT_EQ(r.lifted.verified_under, std::vector<std::string>{"strict"});
+  EXPECT_EQ(r.lifted.programs, int64_t{job.dp} * job.pp);
+  EXPECT_EQ(r.lifted.instructions, gp.instructions());
+  EXPECT_TRUE(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+    return n.starts_with("lifted programs: 8 ranks") && n.find("verified under strict") != std::string::npos;
+  }));
+  std::vector<size_t> sends;  // positions in g.order of stage 0's paired forward sends
+  for (size_t i = 0; i < g.order.size(); ++i) {
+    const int32_t k = g.order[i];
+    if (k >= 0 && job.ops[static_cast<size_t>(k)].stage == 0 && job.ops[static_cast<size_t>(k)].type == OpType::FWD_SEND &&
+        g.group[static_cast<size_t>(k)] >= 0)
+      sends.push_back(i);
+  }
+  ASSERT_GE(sends.size(), 2u);
+  std::swap(g.order[sends[0]], g.order[sends[1]]);
+  try {
+    lift_worlds(job, g, notes, "broken", true);
+    ADD_FAILURE() << "the swapped sends verified";
+  } catch (const VerifyError& e) {
+    EXPECT_NE(std::string(e.what()).find("broken"), std::string::npos) << e.what();
+  }
 }
 
 // The lifted set round-trips through the canonical text, and the verifier is what makes it
