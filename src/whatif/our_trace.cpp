@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -93,6 +94,9 @@ void read_file(const std::string& path, std::optional<int32_t> file_rank, OurTra
       throw bad(fmt::format("pid {}: an event of rank {} in the file of rank {} (a copied or renamed file?)", rank,
                             rank, *file_rank));
     const double start = e["ts"].get<double>() / 1000.0, end = start + e["dur"].get<double>() / 1000.0;
+    if (!std::isfinite(start) || !std::isfinite(end) || !(e["dur"].get<double>() >= 0))
+      throw bad(fmt::format("ts {} µs, dur {} µs: expected finite times and a duration >= 0", e["ts"].get<double>(),
+                            e["dur"].get<double>()));
     if (kind == tf::kStepKind) {
       const auto step = args->find(std::string(tf::kArgStep));
       if (step == args->end() || !step->is_number_integer() || step->get<int64_t>() < 0 ||
@@ -116,6 +120,8 @@ void read_file(const std::string& path, std::optional<int32_t> file_rank, OurTra
       throw bad(fmt::format("args.{} is a {}: expected the member's arrival delay in ms (a number)",
                             tf::kArgArrivalDelay, arrival->type_name()));
     s.arrival_ms = arrival == args->end() ? 0.0 : arrival->get<double>();
+    if (!std::isfinite(s.arrival_ms) || s.arrival_ms < 0)
+      throw bad(fmt::format("args.{} {}: expected a finite delay >= 0 ms", tf::kArgArrivalDelay, s.arrival_ms));
     raws.push_back({idx, rank, e["name"].get<std::string>(), s});
   }
   constexpr double kEps = 1e-6;  // ms: the trace's µs are written with 3 decimals

@@ -291,5 +291,16 @@ TEST(WhatIfTraceFields, EvaluatorOnAPpstreamTraceIsRefusedNotIgnored) {
   EXPECT_EQ(testing_cli::run_ppstream("whatif " + small_trace().string() + " >/dev/null 2>&1").rc, 0);
 }
 
+// Fault 8: a negative duration or arrival delay was refused only by the engine's cost check
+// ("cost model: compute_ms of r0 #5 … is -5 ms"), naming no file or event.
+TEST(WhatIfTraceFields, ANegativeDurationOrArrivalDelayNamesFileAndEvent) {
+  const fs::path p = rewritten("negdur.json", [](nlohmann::json& d) { first_slice(d, 0, "compute")["dur"] = -5000.0; });
+  expect_located(error_of([&] { analyze_ppstream_trace(p.string(), {}); }), p, {"traceEvents[", "dur -5000"});
+  const fs::path q = rewritten("negarr.json", [](nlohmann::json& d) {
+    first_slice(d, 0, "collective")["args"]["arrival_delay_ms"] = -100.0;
+  });
+  expect_located(error_of([&] { analyze_ppstream_trace(q.string(), {}); }), q, {"traceEvents[", "arrival_delay_ms -100"});
+}
+
 }  // namespace
 }  // namespace ppstream::whatif
