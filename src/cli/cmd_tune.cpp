@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -16,6 +17,7 @@
 #include "ppstream/tune/tune.h"
 
 namespace ppstream::cli {
+namespace fs = std::filesystem;
 
 void register_tune(CLI::App& app, int& exit_code) {
   struct Args {
@@ -59,8 +61,32 @@ void register_tune(CLI::App& app, int& exit_code) {
       throw std::invalid_argument("tune --trace-seed: only with --from-trace (a config's trials draw from its straggler: seed)");
     if (!from_trace && args->config.path.empty() && args->config.sets.empty())
       throw std::invalid_argument("tune: give a CONFIG file, or --from-trace PATH...");
+    // --apply's target, before the search (which can take minutes): not a file the search reads
+    // (writing it would replace the user's config, comments and all, or a trace's config), and a
+    // path a file can be written at.
+    const auto check_apply = [&](const std::vector<std::string>& inputs) {
+      if (args->apply.empty()) return;
+      const fs::path out(args->apply);
+      std::error_code ec;
+      if (fs::is_directory(out, ec))
+        throw std::invalid_argument("tune --apply " + args->apply + ": is a directory; give the file to write");
+      const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+      if (!fs::is_directory(dir, ec))
+        throw std::invalid_argument("tune --apply " + args->apply + ": no directory " + dir.string());
+      for (const std::string& in : inputs)
+        if (!in.empty() && fs::exists(out, ec) && fs::equivalent(out, in, ec))
+          throw std::invalid_argument("tune --apply " + args->apply + ": is " + in +
+                                      ", which the search reads; write the plan to another file");
+    };
+    std::vector<std::string> inputs = args->traces;
+    if (!from_trace) inputs.push_back(args->config.path);
+    for (const std::string& t : args->traces) inputs.push_back(t + ".config.yaml");
+    check_apply(inputs);
     std::optional<tune::TraceJob> job;
-    if (from_trace) job = tune::lift_traces(args->traces);
+    if (from_trace) {
+      job = tune::lift_traces(args->traces);
+      check_apply({job->config_path});
+    }
     const PipelineConfig cfg = from_trace ? job->config : args->config.load();
     tune::TuneOptions o;
     o.trace_seed = args->trace_seed;

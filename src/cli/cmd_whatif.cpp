@@ -56,14 +56,14 @@ void register_whatif(CLI::App& app, int& exit_code) {
   cmd->add_option("--reduce-grad", a->reduce_grad, "counterfactual: re-place the gradient reductions (inline | async) "
                                                   "and predict the step")
       ->check(CLI::IsMember({"inline", "async"}));
-  cmd->add_option("--evaluator", a->evaluator, "timer traces: what computes the figures: graph (the lifted graph's own "
+  CLI::Option* evaluator = cmd->add_option("--evaluator", a->evaluator, "timer traces: what computes the figures: graph (the lifted graph's own "
                   "evaluator; default, the faster) or engine (the engine on the lifted, verified stream programs); the "
                   "figures are the same")
       ->check(CLI::IsMember({"engine", "graph"}));
   cmd->add_flag("--check-programs", a->check_programs,
                 "timer traces: also run the other evaluator (graph or engine) beside every evaluation and report the "
                 "largest difference (programs_check in the result)");
-  cmd->callback([a, &exit_code]() {
+  cmd->callback([a, evaluator, &exit_code]() {
     whatif::WhatIfOptions opts;
     if (!a->steps.empty()) opts.steps = parse_steps(a->steps);
     opts.agg = a->agg == "median" ? whatif::Agg::MEDIAN : whatif::Agg::MEAN;
@@ -80,6 +80,9 @@ void register_whatif(CLI::App& app, int& exit_code) {
     if (ours && a->check_programs)
       throw std::invalid_argument("whatif --check-programs: for Megatron timer traces; a ppstream trace (" +
                                   a->paths.front() + ") is already lifted into programs the engine runs");
+    if (ours && evaluator->count() > 0)  // given but not read would be an option silently ignored
+      throw std::invalid_argument("whatif --evaluator: for Megatron timer traces; a ppstream trace (" +
+                                  a->paths.front() + ") is lifted into its compiled programs and always run by the engine");
     if (ours && !a->trace.empty())
       throw std::invalid_argument("whatif --trace: the ideal timeline is drawn for Megatron timer traces only, not for "
                                   "a ppstream trace (" + a->paths.front() + ")");

@@ -177,8 +177,12 @@ std::string tune_table(const TuneReport& r) {
     auto& [n, first] = aside[kind.rfind("duplicate", 0) == 0 ? "duplicate" : kind];
     if (n++ == 0) first = e.plan + ": " + e.outcome;
   }
+  // The reason is the line's point (a config rule, the verifier's violation): kept whole up to a
+  // cap far above any one config error, and a cut says so.
+  constexpr size_t kCap = 1000;
   for (const auto& [kind, v] : aside)
-    out += fmt::format("set aside, {}: {} (first: {})\n", kind, v.first, v.second.substr(0, 300));
+    out += fmt::format("set aside, {}: {} (first: {})\n", kind, v.first,
+                       v.second.size() <= kCap ? v.second : v.second.substr(0, kCap) + " … (--json's log has it whole)");
   if (r.cost_source == "trace") out += origins_text(r);
   // The comparisons' trial counts: every listed trial count, the baselines' score over it.
   std::vector<int32_t> counts;

@@ -407,10 +407,25 @@ LiftedTrace lift_ppstream_trace(const std::string& path, const std::optional<std
   const World& world = set.world;
   const MustBeDrawn drawn = must_be_drawn(t, out.config, set);
   for (OurStep& st : t.steps) {
-    if (static_cast<int64_t>(st.slices.size()) != int64_t{world.pp} * world.dp())
-      throw LiftError(fmt::format("whatif: {}: step {} draws {} ranks, the configuration's world has {}: write it with "
-                                  "`ppstream simulate --cluster --trace-every-rank` (every collective member must be seen)",
-                                  path, st.step, st.slices.size(), world.pp * world.dp()));
+    const int64_t ranks = int64_t{world.pp} * world.dp();
+    std::vector<int32_t> missing, outside;  // name them: a count alone does not say which file lost them
+    for (int32_t r = 0; r < ranks; ++r)
+      if (!st.slices.contains(r)) missing.push_back(r);
+    for (const auto& [r, row] : st.slices)
+      if (r >= ranks) outside.push_back(r);
+    if (!missing.empty() || !outside.empty()) {
+      const auto few = [](const std::vector<int32_t>& v) {
+        return v.size() <= 8 ? fmt::format("{}", fmt::join(v, ", "))
+                             : fmt::format("{}, … ({} in all)", fmt::join(v.begin(), v.begin() + 8, ", "), v.size());
+      };
+      throw LiftError(fmt::format(
+          "whatif: {}: step {} draws {} ranks, the configuration's world has {} (ranks 0..{}){}{}: every collective "
+          "member must be seen: a `replay --trace` directory or a train run needs every rank's file, a simulate trace "
+          "`ppstream simulate --cluster --trace-every-rank`",
+          path, st.step, st.slices.size(), ranks, ranks - 1,
+          missing.empty() ? std::string() : fmt::format("; no slice of rank {}", few(missing)),
+          outside.empty() ? std::string() : fmt::format("; slices of rank {} outside the world", few(outside))));
+    }
     const Joined j = join(set, st.slices, path, cfg_path, st.step, drawn);
     LiftedTrace::Step s;
     s.step = st.step;

@@ -3,9 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -33,8 +37,10 @@ struct Marker {
   double start_ms = 0, end_ms = 0;
 };
 
-// One file's slices into `out` (steps by its markers; none: one step 0 from t = 0).
-void read_file(const std::string& path, OurTrace& t, std::map<int32_t, OurStep>& out,
+// One file's slices into `out` (steps by its markers; none: one step 0 from t = 0). `file_rank`:
+// the rank a per-rank file (replay.POLICY.rankN.json, rank{r}/trace.json) is named for; every
+// event of it must be that rank's (a copied or renamed file would otherwise stand for another).
+void read_file(const std::string& path, std::optional<int32_t> file_rank, OurTrace& t, std::map<int32_t, OurStep>& out,
                std::map<int32_t, std::vector<int32_t>>& steps_of_rank) {
   std::ifstream f(path);
   if (!f) throw LiftError("whatif: cannot read " + path);
@@ -47,7 +53,15 @@ void read_file(const std::string& path, OurTrace& t, std::map<int32_t, OurStep>&
   const auto meta = doc.find("otherData");
   if (meta == doc.end() || !meta->is_object() || !meta->contains(tf::kMetaKey))
     throw LiftError(fmt::format("whatif: {}: no otherData.ppstream: not ppstream's trace format", path));
-  t.producer = (*meta)[std::string(tf::kMetaKey)].value(std::string(tf::kMetaProducer), std::string());
+  const nlohmann::json& ours = (*meta)[std::string(tf::kMetaKey)];
+  if (!ours.is_object())
+    throw LiftError(fmt::format("whatif: {}: otherData.ppstream is a {}, expected an object (version, producer, ranks)",
+                                path, ours.type_name()));
+  const auto producer = ours.find(std::string(tf::kMetaProducer));
+  if (producer != ours.end() && !producer->is_string())
+    throw LiftError(fmt::format("whatif: {}: otherData.ppstream.producer is a {}, expected a string", path,
+                                producer->type_name()));
+  t.producer = producer == ours.end() ? std::string() : producer->get<std::string>();
   const auto ev = doc.find("traceEvents");
   if (ev == doc.end() || !ev->is_array()) throw LiftError(fmt::format("whatif: {}: no traceEvents array", path));
   struct Raw {
@@ -71,12 +85,24 @@ void read_file(const std::string& path, OurTrace& t, std::map<int32_t, OurStep>&
     const auto args = e.find("args");
     const bool has_args = args != e.end() && args->is_object();
     const std::string kind = has_args ? args->value(std::string(tf::kArgKind), std::string()) : "";
-    const auto rank = e["pid"].get<int32_t>();
+    // get<int32_t> would wrap a pid of 2^32 to rank 0: a rank is an int32 >= 0.
+    const auto pid = e["pid"].get<int64_t>();
+    if (pid < 0 || pid > std::numeric_limits<int32_t>::max())
+      throw bad(fmt::format("pid {}: expected a rank, 0 .. {}", pid, std::numeric_limits<int32_t>::max()));
+    const auto rank = static_cast<int32_t>(pid);
+    if (file_rank && rank != *file_rank)
+      throw bad(fmt::format("pid {}: an event of rank {} in the file of rank {} (a copied or renamed file?)", rank,
+                            rank, *file_rank));
     const double start = e["ts"].get<double>() / 1000.0, end = start + e["dur"].get<double>() / 1000.0;
+    if (!std::isfinite(start) || !std::isfinite(end) || !(e["dur"].get<double>() >= 0))
+      throw bad(fmt::format("ts {} µs, dur {} µs: expected finite times and a duration >= 0", e["ts"].get<double>(),
+                            e["dur"].get<double>()));
     if (kind == tf::kStepKind) {
-      if (!args->contains(tf::kArgStep) || !(*args)[std::string(tf::kArgStep)].is_number_integer())
-        throw bad("a step marker without an integer args.step");
-      markers[rank].push_back({(*args)[std::string(tf::kArgStep)].get<int32_t>(), start, end});
+      const auto step = args->find(std::string(tf::kArgStep));
+      if (step == args->end() || !step->is_number_integer() || step->get<int64_t>() < 0 ||
+          step->get<int64_t>() > std::numeric_limits<int32_t>::max())
+        throw bad("a step marker without an integer args.step (0 .. 2^31 - 1)");
+      markers[rank].push_back({static_cast<int32_t>(step->get<int64_t>()), start, end});
       continue;
     }
     if (kind == "stream_wait") {
@@ -89,7 +115,13 @@ void read_file(const std::string& path, OurTrace& t, std::map<int32_t, OurStep>&
     s.kind = kind;
     s.start_ms = start;
     s.end_ms = end;
-    s.arrival_ms = args->value(std::string(tf::kArgArrivalDelay), 0.0);
+    const auto arrival = args->find(std::string(tf::kArgArrivalDelay));
+    if (arrival != args->end() && !arrival->is_number())
+      throw bad(fmt::format("args.{} is a {}: expected the member's arrival delay in ms (a number)",
+                            tf::kArgArrivalDelay, arrival->type_name()));
+    s.arrival_ms = arrival == args->end() ? 0.0 : arrival->get<double>();
+    if (!std::isfinite(s.arrival_ms) || s.arrival_ms < 0)
+      throw bad(fmt::format("args.{} {}: expected a finite delay >= 0 ms", tf::kArgArrivalDelay, s.arrival_ms));
     raws.push_back({idx, rank, e["name"].get<std::string>(), s});
   }
   constexpr double kEps = 1e-6;  // ms: the trace's µs are written with 3 decimals
@@ -206,16 +238,26 @@ std::vector<std::string> train_run_files(const fs::path& dir, OurTrace& t) {
 OurTrace read_our_trace(const std::string& path) {
   OurTrace t;
   t.path = path;
-  std::vector<std::string> files;
+  std::vector<std::pair<std::string, std::optional<int32_t>>> files;  // each file, and the rank it is named for
   if (is_train_run_dir(path)) {
-    files = train_run_files(path, t);
+    int32_t r = 0;
+    for (std::string& f : train_run_files(path, t)) files.emplace_back(std::move(f), r++);
   } else if (fs::is_directory(path)) {
     static const std::regex kName(R"(replay\.([a-z]+)\.rank([0-9]+)\.json)");
     std::set<std::string> policies;
     for (const auto& e : fs::directory_iterator(path)) {
       std::smatch m;
       const std::string name = e.path().filename().string();
-      if (std::regex_match(name, m, kName)) policies.insert(m[1]), files.push_back(e.path().string());
+      if (!std::regex_match(name, m, kName)) continue;
+      policies.insert(m[1]);
+      const std::string digits = m[2];
+      int32_t r = -1;  // digits beyond int32 or with a leading zero name no rank: the file is refused
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), r);
+      if (ec != std::errc{} || end != digits.data() + digits.size() || (digits.size() > 1 && digits[0] == '0'))
+        throw LiftError(fmt::format("whatif: {}: '{}' names no rank (replay writes replay.POLICY.rankN.json, N "
+                                    "without leading zeros)",
+                                    path, name));
+      files.emplace_back(e.path().string(), r);
     }
     if (files.empty()) throw LiftError(fmt::format("whatif: {}: no replay.POLICY.rankN.json traces in it", path));
     if (policies.size() > 1)
@@ -224,12 +266,12 @@ OurTrace read_our_trace(const std::string& path) {
     t.config_path = fmt::format("{}/replay.{}.config.yaml", path, *policies.begin());
     std::sort(files.begin(), files.end());
   } else {
-    files.push_back(path);
+    files.emplace_back(path, std::nullopt);
     t.config_path = path + ".config.yaml";
   }
   std::map<int32_t, OurStep> steps;
   std::map<int32_t, std::vector<int32_t>> steps_of_rank;
-  for (const std::string& f : files) read_file(f, t, steps, steps_of_rank);
+  for (const auto& [f, rank] : files) read_file(f, rank, t, steps, steps_of_rank);
   if (t.slices_read == 0) throw LiftError(fmt::format("whatif: {}: no work slices", path));
   for (const auto& [rank, list] : steps_of_rank)
     if (list != steps_of_rank.begin()->second)

@@ -124,3 +124,15 @@ def test_parquet_errors_name_the_file_the_row_and_the_column(tmp_path):
     mixed = pa.concat_tables([one_dp, t.filter(pc.equal(t.column("dp_rank"), 1)).slice(1)])
     with pytest.raises(ppstream.LiftError, match="DP rank 1, stage"):
         ppstream.whatif(_write(mixed, tmp_path / "missing.parquet"))
+
+
+def test_an_unwritable_svg_or_trace_is_an_oserror_naming_the_path(tmp_path):
+    # docs/whatif.md: OSError (errno, path) when svg= or trace= cannot be written.
+    import errno
+    missing = tmp_path / "no-such-dir" / "h.svg"
+    with pytest.raises(OSError) as e:
+        ppstream.whatif(ST, steps=(23, 25), svg=missing, progress=False)
+    assert e.value.errno == errno.ENOENT and e.value.filename == str(missing)
+    with pytest.raises(IsADirectoryError) as e:
+        ppstream.whatif(ST, steps=(23, 25), trace=tmp_path, progress=False)
+    assert e.value.filename == str(tmp_path)

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -125,6 +126,44 @@ TEST_F(TuneCli, FromTraceRunsOnTheSimulatorsTraceAndNamesAMissingConfig) {
   EXPECT_NE(missing.rc, 0);
   EXPECT_NE(missing.err.find(trace + ": no " + trace + ".config.yaml beside it"), std::string::npos) << missing.err;
   fs::remove(trace);
+}
+
+std::string text_of(const std::string& path) {
+  std::ifstream f(path);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// breaker round 2, fault 5: `--apply` naming the config being tuned replaced it (comments and
+// all) with exit 0, and an --apply path that cannot be written failed only after the whole search.
+// Both are refused before the search: exit 2, nothing printed on stdout, the config unchanged.
+TEST_F(TuneCli, ApplyRefusesTheFilesTheSearchReadsAndAPathItCannotWriteBeforeSearching) {
+  const std::string before = text_of(cfg_);
+  const CliRun same = run("tune " + cfg_ + " --trials 2 --space schedule=1f1b --quiet --apply " + cfg_);
+  EXPECT_EQ(same.rc, 2);
+  EXPECT_NE(same.err.find("which the search reads"), std::string::npos) << same.err;
+  EXPECT_EQ(same.out, "");
+  EXPECT_EQ(text_of(cfg_), before);
+  const CliRun nodir = run("tune " + cfg_ + " --trials 2 --quiet --apply " + temp_path("no-such-dir") + "/best.yaml");
+  EXPECT_EQ(nodir.rc, 2);
+  EXPECT_NE(nodir.err.find("no directory"), std::string::npos) << nodir.err;
+  EXPECT_EQ(nodir.out, "");
+  const CliRun isdir = run("tune " + cfg_ + " --trials 2 --quiet --apply " + testing::TempDir());
+  EXPECT_EQ(isdir.rc, 2);
+  EXPECT_NE(isdir.err.find("is a directory"), std::string::npos) << isdir.err;
+  EXPECT_EQ(isdir.out, "");
+  // From a trace: neither the trace nor the config beside it.
+  const std::string trace = temp_path("t.json");
+  ASSERT_EQ(run("simulate " + cfg_ + " --cluster --trace-every-rank --trace " + trace).rc, 0);
+  const std::string traced = text_of(trace + ".config.yaml");
+  for (const std::string& target : {trace + ".config.yaml", trace}) {
+    const CliRun t = run("tune --from-trace " + trace + " --trials 2 --space schedule=1f1b --quiet --apply " + target);
+    EXPECT_EQ(t.rc, 2) << target;
+    EXPECT_NE(t.err.find("which the search reads"), std::string::npos) << t.err;
+    EXPECT_EQ(t.out, "");
+  }
+  EXPECT_EQ(text_of(trace + ".config.yaml"), traced);
+  fs::remove(trace);
+  fs::remove(trace + ".config.yaml");
 }
 
 }  // namespace

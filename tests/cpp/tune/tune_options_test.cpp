@@ -104,5 +104,23 @@ TEST(TuneOptions, MemoryBudgetWithoutByteSizesIsRefusedAndMissingSectionsAreNote
   EXPECT_EQ(tune(cfg(), o).notes.size(), 1u);  // the straggler note only
 }
 
+// breaker round 2, fault 6: the table's "set aside" line cut "PLAN: REASON" at 300 characters, so
+// on the seed (a 200-character plan label) the config rule that set 256 plans aside was lost
+// mid-sentence ("stage 4 (rank 3 chunk 1, layers 42-44) " and no rule). The reason is kept whole.
+TEST(TuneOptions, SetAsideLineKeepsTheWholeReason) {
+  TuneReport r;
+  LogEntry e;
+  e.plan = "schedule=zbv pipeline_parallel_overlap_p2p=false pipeline_parallel_overlap_b_f=false "
+           "pipeline_parallel_p2p_transport=batch data_parallel.reduce_grad=inline data_parallel.max_active_stages=1";
+  e.outcome = "invalid: config: pipeline_parallel_layers_per_stage[3]=\"18-23,42-44\": stage 4 (rank 3 chunk 1, layers "
+              "42-44) must start at layer 24, right after stage 3 (rank 3 chunk 0, layers 18-23): forward runs stage 3 -> "
+              "4, so stages hold consecutive layers in stage order";
+  r.log = {e, e};
+  const std::string t = tune_table(r);
+  EXPECT_NE(t.find("set aside, invalid: 2 (first: " + e.plan + ": " + e.outcome + ")\n"), std::string::npos) << t;
+  r.log[0].outcome = "invalid: " + std::string(2000, 'x');
+  EXPECT_NE(tune_table(r).find("… (--json's log has it whole))"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ppstream::tune
