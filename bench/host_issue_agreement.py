@@ -33,7 +33,9 @@ the split is the median repeat's. Asserts nothing; exits 0 unless a run fails.
 --issue and --comm-time are passed to replay (defaults in-step, model); with --comm-time real the
 calibrated configs also get the calibration's zero bandwidths. The summary line per process
 count also counts the waits below resolution; each calibration line prints calibrate's mean
-excess over the mean (docs/replay.md, "The mean floor's bias").
+excess over the mean (docs/replay.md, "The mean floor's bias") and over the key it wrote, the
+self-consistent floor m (E[(X - m)+], "The self-consistent floor"; '-' for a calibration that
+predates it).
 The lead's quiet-window command (about 4 minutes): see docs/replay.md.
 """
 import argparse
@@ -299,13 +301,16 @@ def main():
                 f.write(text)
             out = run([args.ppstream, "replay", cal, "--calibrate"])
             keys[np_] = calibrated_keys(out, args.keys.split(","))
-            # What replay still adds on average to a transfer floored at the calibrated mean.
+            # What replay still adds on average to a transfer floored at the mean, and at the key
+            # written (the self-consistent floor m; absent from calibrations before it).
             excess = re.findall(r"E\[\(X - mean\)\+\][^:]*: ([0-9.]+)", out)
+            floor_excess = re.findall(r"E\[\(X - m\)\+\]: ([0-9.]+)", out)
             if args.comm_time == "real":
                 keys[np_].update(ZERO_BANDWIDTH)
-            doc["calibration"][np_] = dict(keys[np_], excess_ms=excess)
+            doc["calibration"][np_] = dict(keys[np_], excess_ms=excess, floor_excess_ms=floor_excess)
             print(f"calibrated on {label} ({np_} processes): " + ", ".join(f"{k} = {v}" for k, v in keys[np_].items()) +
-                  f"; mean excess over the mean (P2P, per ring step): {', '.join(excess) or '-'} ms")
+                  f"; mean excess over the mean (P2P, per ring step): {', '.join(excess) or '-'} ms; over the key "
+                  f"written: {', '.join(floor_excess) or '-'} ms")
         print(f"{'config':<40}{'np':>3}{'policy':>8}{'step':>8}{'+ms':>9}{'within':>9}{'worst':>8}{'wait +ms':>17}"
               f"{'load':>13}{'run':>6}{'wake50':>7}{'wake99':>7}")
         totals, made_of = {}, {k: 0.0 for k in KINDS}

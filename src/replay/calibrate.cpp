@@ -127,11 +127,13 @@ std::string fit_comment(const CollFit& f, const char* group) {
 // MPI's ping-pong latency `lat`.
 std::string p2p_latency_lines(const std::optional<RuntimeOverhead>& over, int peer, double lat) {
   if (over && over->batches > 0)
-    return fmt::format("  # measured: replay's own P2P time, matched -> end, replayed with the communication model zero: "
-                       "mean of {} BATCHes (median {:.6f}; mean excess over the mean, E[(X - mean)+], which replay "
-                       "still adds to a transfer floored here: {:.6f}); MPI's alone, 8-byte ping-pong r0 <-> r{}, "
-                       "median of {} one-way times: {:.6f}\n  p2p_latency_ms: {:.6f}\n",
-                       over->batches, over->p2p_median_ms, over->p2p_excess_ms, peer, kReps, lat, over->p2p_mean_ms);
+    return fmt::format("  # measured: replay's own P2P time, matched -> end (X), replayed with the communication model "
+                       "zero, over {} BATCHes: mean {:.6f}, median {:.6f}, mean excess over the mean, E[(X - mean)+]: "
+                       "{:.6f}; the self-consistent floor m, the least with E[max(X, m)] <= {} m (replay's expected "
+                       "floored transfer within {} % of the simulator's), has E[(X - m)+]: {:.6f}; MPI's alone, 8-byte "
+                       "ping-pong r0 <-> r{}, median of {} one-way times: {:.6f}\n  p2p_latency_ms: {:.6f}\n",
+                       over->batches, over->p2p_mean_ms, over->p2p_median_ms, over->p2p_excess_ms, 1 + kFloorTolerance,
+                       100 * kFloorTolerance, over->p2p_floor_excess_ms, peer, kReps, lat, over->p2p_floor_ms);
   return fmt::format("  # measured: 8-byte ping-pong r0 <-> r{}, median of {} one-way times\n  p2p_latency_ms: {:.6f}\n",
                      peer, kReps, lat);
 }
@@ -184,12 +186,14 @@ int run_calibrate(const PipelineConfig& cfg) {
       out += fmt::format("  # assumed (kept from the config): no shard or replicate group of 2 or more ranks to measure\n"
                          "  collective_alpha_ms: {}\n", c.collective_alpha_ms);
     else if (over && over->collectives > 0)
-      out += fmt::format("  # measured: replay's own time per ring step of a collective, (end - last arrival) / ring steps, "
-                         "replayed with the communication model zero: mean of {} (median {:.6f}; mean excess over the "
-                         "mean, E[(X - mean)+]: {:.6f}); MPI's alone, the median "
-                         "of the {} per-step latencies above: {:.6f}\n  collective_alpha_ms: {:.6f}\n",
-                         over->collectives, over->collective_step_median_ms, over->collective_step_excess_ms,
-                         alphas.size(), alphas[alphas.size() / 2], over->collective_step_mean_ms);
+      out += fmt::format("  # measured: replay's own time per ring step of a collective X, (end - last arrival) / ring "
+                         "steps, replayed with the communication model zero, over {}: mean {:.6f}, median {:.6f}, mean "
+                         "excess over the mean, E[(X - mean)+]: {:.6f}; the self-consistent floor m, the least with "
+                         "E[max(X, m)] <= {} m, has E[(X - m)+]: {:.6f}; MPI's alone, the median of the {} per-step "
+                         "latencies above: {:.6f}\n  collective_alpha_ms: {:.6f}\n",
+                         over->collectives, over->collective_step_mean_ms, over->collective_step_median_ms,
+                         over->collective_step_excess_ms, 1 + kFloorTolerance, over->collective_step_floor_excess_ms,
+                         alphas.size(), alphas[alphas.size() / 2], over->collective_step_floor_ms);
     else
       out += fmt::format("  # measured: median of the {} per-step latencies above (the model has one alpha)\n"
                          "  collective_alpha_ms: {:.6f}\n", alphas.size(), alphas[alphas.size() / 2]);

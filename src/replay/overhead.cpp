@@ -2,6 +2,7 @@
 #include "replay/overhead.h"
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 namespace ppstream::replay {
@@ -26,6 +27,24 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
+double self_consistent_floor(std::vector<double> x, double tolerance) {
+  if (x.empty()) return 0.0;
+  for (double& v : x) v = std::max(0.0, v);
+  std::sort(x.begin(), x.end(), std::greater<>());
+  const auto n = static_cast<double>(x.size());
+  // With the c largest values above m (x[0..c)), E[(X − m)+] = (top − c·m) / n on m in
+  // [x[c], x[c−1]]: walk the segments downwards while g(m) = E[(X − m)+] − tolerance·m is <= 0 at
+  // the segment's lower end; the root is in the first segment where it is not.
+  double top = 0;  // sum of x[0..c)
+  for (size_t c = 0; c <= x.size(); ++c) {
+    const double lo = c < x.size() ? x[c] : 0.0;
+    const double g = (top - static_cast<double>(c) * lo) / n - tolerance * lo;
+    if (g > 0) return top / (static_cast<double>(c) + n * tolerance);
+    if (c < x.size()) top += x[c];
+  }
+  return 0.0;  // every time 0
+}
+
 RuntimeOverhead overhead_of(const ProgramSet& set, const EngineResult& run, const CostModel& transfers) {
   RuntimeOverhead o;
   o.step_ms = run.makespan_ms;
@@ -49,10 +68,14 @@ RuntimeOverhead overhead_of(const ProgramSet& set, const EngineResult& run, cons
   o.p2p_mean_ms = mean(p2p);
   o.p2p_median_ms = median(p2p);
   o.p2p_excess_ms = excess_over(p2p, o.p2p_mean_ms);
+  o.p2p_floor_ms = self_consistent_floor(p2p, kFloorTolerance);
+  o.p2p_floor_excess_ms = excess_over(p2p, o.p2p_floor_ms);
   o.batches = static_cast<int64_t>(p2p.size());
   o.collective_step_mean_ms = mean(coll);
   o.collective_step_median_ms = median(coll);
   o.collective_step_excess_ms = excess_over(coll, o.collective_step_mean_ms);
+  o.collective_step_floor_ms = self_consistent_floor(coll, kFloorTolerance);
+  o.collective_step_floor_excess_ms = excess_over(coll, o.collective_step_floor_ms);
   o.collectives = static_cast<int64_t>(coll.size());
   return o;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "ppstream/config/config.h"
 #include "ppstream/engine/engine.h"
@@ -29,6 +30,11 @@ struct RuntimeOverhead {
   // floored at the mean: E[(X − E[X])+], which a deterministic key cannot carry (half the mean
   // absolute deviation).
   double p2p_excess_ms = 0;
+  // The self-consistent floor of the BATCH times X (self_consistent_floor, kFloorTolerance): the
+  // key under which the simulator's transfer equals replay's expected floored one, E[max(X, m)],
+  // within the tolerance — what --calibrate writes as p2p_latency_ms — and E[(X − m)+] there.
+  double p2p_floor_ms = 0;
+  double p2p_floor_excess_ms = 0;
   int64_t batches = 0;
   // Per collective (UNSHARD, REDUCE_GRAD): (end − the last member's arrival) / ring steps, where
   // ring steps = (shard − 1) for UNSHARD, (shard − 1) + 2·(replicate − 1) for REDUCE_GRAD — the
@@ -36,10 +42,26 @@ struct RuntimeOverhead {
   double collective_step_mean_ms = 0;
   double collective_step_median_ms = 0;
   double collective_step_excess_ms = 0;  // per ring step, as p2p_excess_ms: E[(X − mean)+]
+  double collective_step_floor_ms = 0;   // per ring step, as p2p_floor_ms: collective_alpha_ms
+  double collective_step_floor_excess_ms = 0;
   int64_t collectives = 0;
   int64_t longest_program = 0;    // instructions of the longest rank program
   ReducePolicy policy = ReducePolicy::NONE;
 };
+
+// Relative tolerance of the self-consistent floor: replay's expected floored transfer at most 1 %
+// above the simulator's (one tenth of the 10 % agreement goal; fixed a priori, not fitted).
+inline constexpr double kFloorTolerance = 0.01;
+
+// The least m >= 0 with E[(X − m)+] <= tolerance · m over the sample `x` (ms), i.e.
+// E[max(X, m)] <= (1 + tolerance) · m. Replay ends a transfer at max(real, matched + model), so
+// with the model at m its expected transfer is E[max(X, m)] = m + E[(X − m)+]; the exact fixed
+// point m = E[max(X, m)] holds only for m >= max X (every m below has E[(X − m)+] > 0), and a
+// sample maximum is one stall; the tolerance makes it the least m whose residual is that share
+// of m (unique: E[(X − m)+] − tolerance · m strictly decreases). tolerance 0 gives max(x).
+// Negative times (clock offsets) count as 0, which leaves E[(X − m)+] unchanged for m >= 0.
+// 0 for an empty sample. docs/replay.md, "The self-consistent floor". O(n log n).
+double self_consistent_floor(std::vector<double> x, double tolerance);
 
 // The figures of `run` (a measured step of the expanded set `set`); `transfers` gives each
 // transfer's matched → end time (replay::MeasuredCost: batch_ms for a BATCH, collective_ms for a

@@ -256,9 +256,54 @@ TEST(ReplayOverhead, FiguresOfAMeasuredStep) {
   EXPECT_NEAR(o.collective_step_excess_ms,
               static_cast<double>(reduces) * (2.0 - o.collective_step_mean_ms) / static_cast<double>(reduces + unshards),
               1e-12);
+  // The floors (tolerance 0.01): with the `more` 3 ms BATCHes above m and the rest (1 ms) below,
+  // E[(X − m)+] = more·(3 − m) / n = 0.01·m gives m = 3·more / (more + 0.01·n), which lies in
+  // [1, 3] when more >= 0.01·n/2, as here.
+  const auto n = static_cast<double>(one + more);
+  const double floor_p2p = 3.0 * static_cast<double>(more) / (static_cast<double>(more) + 0.01 * n);
+  ASSERT_GE(floor_p2p, 1.0);
+  EXPECT_NEAR(o.p2p_floor_ms, floor_p2p, 1e-12);
+  EXPECT_NEAR(o.p2p_floor_excess_ms, 0.01 * floor_p2p, 1e-12);
+  const auto nc = static_cast<double>(reduces + unshards);
+  const double floor_coll = 2.0 * static_cast<double>(reduces) / (static_cast<double>(reduces) + 0.01 * nc);
+  ASSERT_GE(floor_coll, 1.5);
+  EXPECT_NEAR(o.collective_step_floor_ms, floor_coll, 1e-12);
+  EXPECT_NEAR(o.collective_step_floor_excess_ms, 0.01 * floor_coll, 1e-12);
   size_t longest = 0;
   for (const Program& p : set.programs) longest = std::max(longest, p.instrs.size());
   EXPECT_EQ(o.longest_program, static_cast<int64_t>(longest));
+}
+
+// E[max(X, m)] for the sample x: what replay's transfers average with the model at m.
+double floored_mean(const std::vector<double>& x, double m) {
+  double s = 0;
+  for (double v : x) s += std::max(v, m);
+  return s / static_cast<double>(x.size());
+}
+
+TEST(ReplayOverhead, SelfConsistentFloorOfHandDerivedSamples) {
+  // {1, 1, 1, 5}, tolerance 0.1: only the 5 lies above m, (5 − m) / 4 = 0.1·m, m = 5 / 1.4.
+  const std::vector<double> x = {1, 5, 1, 1};
+  const double m = self_consistent_floor(x, 0.1);
+  EXPECT_NEAR(m, 5.0 / 1.4, 1e-12);
+  EXPECT_NEAR(floored_mean(x, m), 1.1 * m, 1e-12);  // replay's expected floored transfer, 10 % above m
+  EXPECT_GT(floored_mean(x, m - 1e-6), 1.1 * (m - 1e-6));  // the least such m: just below, more than 10 %
+  EXPECT_LT(floored_mean(x, m + 1e-6), 1.1 * (m + 1e-6));  // just above, less
+  // Tolerance 0: the exact fixed point m = E[max(X, m)] is the largest time, ties included.
+  EXPECT_DOUBLE_EQ(self_consistent_floor(x, 0.0), 5.0);
+  EXPECT_DOUBLE_EQ(self_consistent_floor({2, 5, 5}, 0.0), 5.0);
+  // The mean floor's bias: at the mean (2) replay still averages E[(X − 2)+] = 0.75 more.
+  EXPECT_DOUBLE_EQ(floored_mean(x, 2.0) - 2.0, 0.75);
+  // A constant time c: every m below c has E[(X − m)+] = c − m, so m = c / (1 + tolerance).
+  EXPECT_NEAR(self_consistent_floor({2, 2, 2}, 0.01), 2.0 / 1.01, 1e-12);
+  // The root in the lowest segment (every time above m): m = mean / (1 + tolerance).
+  EXPECT_NEAR(self_consistent_floor({1, 2, 3}, 1.0), 1.0, 1e-12);
+  // {0, 0, 0, 10}, tolerance 0.25: (10 − m) / 4 = m / 4, m = 5 (in [0, 10]).
+  EXPECT_NEAR(self_consistent_floor({0, 0, 0, 10}, 0.25), 5.0, 1e-12);
+  // Negative times count as 0; an empty or all-zero sample has floor 0.
+  EXPECT_NEAR(self_consistent_floor({-3, -3, -3, 10}, 0.25), 5.0, 1e-12);
+  EXPECT_DOUBLE_EQ(self_consistent_floor({}, 0.01), 0.0);
+  EXPECT_DOUBLE_EQ(self_consistent_floor({0, 0}, 0.01), 0.0);
 }
 
 TEST(ReplayGemm, ProductIsExactAndRepsFollowTheModel) {

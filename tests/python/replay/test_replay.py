@@ -339,7 +339,8 @@ def _without_wall(doc):
 def test_calibrated_runtime_keys_are_written_and_read_back(tmp_path):
     """GPipe PP2 x FSDP 2 on its whole world (4 processes): p2p_latency_ms, collective_alpha_ms
     and host_issue_ms are replay's own figures (matched -> end, per ring step, issue rate; each
-    comment says so), positive and finite; written into the config, simulate reads each one
+    comment says so), positive and finite, the first two the self-consistent floor of their
+    times (residual 1 % of the key); written into the config, simulate reads each one
     (setting it back to 0 with --set changes the report) and replay's simulated half is that
     simulate. Timings are not compared (bench/host_issue_agreement.py does)."""
     text = config_text(schedule="gpipe", f_ms=1.0, b_ms=2.0)  # short steps: the overhead replay runs 5
@@ -356,6 +357,11 @@ def test_calibrated_runtime_keys_are_written_and_read_back(tmp_path):
             # The mean excess over the mean, E[(X - mean)+]: between 0 and the mean for X >= 0.
             excess = re.search(r"E\[\(X - mean\)\+\][^:]*: ([0-9.]+)", lines[lines.index(line) - 1])
             assert excess and 0 <= float(excess.group(1)) <= float(line.split(":")[1]), (key, out)
+            # The key is the self-consistent floor m (docs/replay.md): its residual E[(X - m)+] is
+            # exactly 1 % of m (printed to 6 decimals), which no other choice of m gives.
+            residual = re.search(r"E\[\(X - m\)\+\]: ([0-9.]+)", lines[lines.index(line) - 1])
+            assert residual, (key, out)
+            assert float(residual.group(1)) == pytest.approx(0.01 * float(line.split(":")[1]), abs=2e-6), (key, out)
     cal = write(tmp_path, text.split("cost:")[0] + "cost:" + out.split("cost:", 1)[1], name="cal.yaml")
     read = _without_wall(json.loads(cli("simulate", cal, "--cluster", "--json")))
     for key in comments:
