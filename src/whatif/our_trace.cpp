@@ -62,6 +62,15 @@ void read_file(const std::string& path, std::optional<int32_t> file_rank, OurTra
     throw LiftError(fmt::format("whatif: {}: otherData.ppstream.producer is a {}, expected a string", path,
                                 producer->type_name()));
   t.producer = producer == ours.end() ? std::string() : producer->get<std::string>();
+  // A later format must not be read as this one: an unknown version or clock is refused.
+  const auto version = ours.find(std::string(tf::kMetaVersion));
+  if (version != ours.end() && !(version->is_number_integer() && version->get<int64_t>() == tf::kVersion))
+    throw LiftError(fmt::format("whatif: {}: otherData.ppstream.version is {}, expected {} (this reader's format)", path,
+                                version->dump(), tf::kVersion));
+  const auto clock = ours.find(std::string(tf::kMetaClock));
+  if (clock != ours.end() && !(clock->is_string() && (*clock == "global" || *clock == "per_rank")))
+    throw LiftError(fmt::format("whatif: {}: otherData.ppstream.clock is {}, expected \"global\" or \"per_rank\"",
+                                path, clock->dump()));
   const auto ev = doc.find("traceEvents");
   if (ev == doc.end() || !ev->is_array()) throw LiftError(fmt::format("whatif: {}: no traceEvents array", path));
   struct Raw {

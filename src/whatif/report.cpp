@@ -99,10 +99,10 @@ std::string to_json(const WhatIfResult& r) {
 std::string to_text(const WhatIfResult& r) {
   std::string out =
       r.ppstream_trace
-          ? fmt::format("what-if: {} DP x {} PP (vpp {}), {} steps, {} slices read, {} instructions per DP replica\n",
-                        r.dp, r.pp, r.vpp, r.steps.size(), r.ops, r.graph_ops)
-          : fmt::format("what-if: {} DP x {} PP (vpp {}), {} steps, {} timer ops ({} per step and DP rank)\n", r.dp,
-                        r.pp, r.vpp, r.steps.size(), r.ops, r.graph_ops);
+          ? fmt::format("what-if: {} DP x {} PP (vpp {}), {} step{}, {} slices read, {} instructions per DP replica\n",
+                        r.dp, r.pp, r.vpp, r.steps.size(), r.steps.size() == 1 ? "" : "s", r.ops, r.graph_ops)
+          : fmt::format("what-if: {} DP x {} PP (vpp {}), {} step{}, {} timer ops ({} per step and DP rank)\n", r.dp,
+                        r.pp, r.vpp, r.steps.size(), r.steps.size() == 1 ? "" : "s", r.ops, r.graph_ops);
   // A negative share is no share: the re-simulation without launch delays is longer than the
   // measured step (docs/whatif.md "launch_delay_share").
   const std::string share =

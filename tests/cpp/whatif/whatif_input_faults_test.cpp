@@ -239,6 +239,14 @@ TEST(WhatIfTraceFields, OtherDataPpstreamThatIsNoObjectNamesFileAndKey) {
   expect_located(error_of([&] { analyze_ppstream_trace(q.string(), {}); }), q, {"otherData.ppstream.producer"});
 }
 
+// A version 2 (or an unknown clock) was read as version 1, exit 0 (breaker round 2, fault 9).
+TEST(WhatIfTraceFields, AnUnknownFormatVersionOrClockIsRefused) {
+  const fs::path p = rewritten("version.json", [](nlohmann::json& d) { d["otherData"]["ppstream"]["version"] = 2; });
+  expect_located(error_of([&] { analyze_ppstream_trace(p.string(), {}); }), p, {"otherData.ppstream.version is 2"});
+  const fs::path q = rewritten("clock.json", [](nlohmann::json& d) { d["otherData"]["ppstream"]["clock"] = "bogus"; });
+  expect_located(error_of([&] { analyze_ppstream_trace(q.string(), {}); }), q, {"otherData.ppstream.clock is \"bogus\""});
+}
+
 // pid 2^32 was read as rank 0 (int32 wrap): the trace was analysed as if nothing were wrong.
 TEST(WhatIfTraceFields, APidBeyondInt32IsRefusedNotWrapped) {
   const fs::path p = rewritten("pid.json", [](nlohmann::json& d) { first_slice(d, 0, "compute")["pid"] = int64_t{1} << 32; });
