@@ -85,11 +85,13 @@ int32_t EngineState::comm_blocker(int32_t cs) const {
 
 namespace {
 
-// With a TapeWriter (record_tape), every time below that is assigned also appends its tape
-// entry, written at the point the semantics defines it (include/ppstream/engine/tape.h).
+// With kRecord (record_tape, a TapeWriter), every time below that is assigned also appends its
+// tape entry, written at the point the semantics defines it (include/ppstream/engine/tape.h); a
+// template parameter, so that a plain run compiles without the recording branches.
+template <bool kRecord>
 class Runner {
  public:
-  Runner(EngineState& st, TapeWriter* tape) : st_(st), tw_(tape) {}
+  Runner(EngineState& st, TapeWriter* tape) : st_(st), tw_(tape) { assert(kRecord == (tape != nullptr)); }
 
   void run() {
     for (int32_t p = 0; p < st_.topo.programs(); ++p) issue_from(p, 0.0);
@@ -103,7 +105,7 @@ class Runner {
 
  private:
   EngineState& st_;
-  TapeWriter* tw_;  // null unless recording
+  TapeWriter* tw_;  // null unless kRecord
 
   const Instr& instr(int32_t p, int32_t i) const { return st_.set.programs[p].instrs[i]; }
 
@@ -154,7 +156,7 @@ class Runner {
       const int32_t i = st_.host_next[p]++;
       t += host_issue_ms(p, i);
       st_.timing(p, i).issue_ms = t;
-      if (tw_) {
+      if (kRecord) {
         const int32_t g = st_.topo.global(p, i);
         tw_->add(tw_->at(g, Field::ISSUE), {i == 0 ? kNone : tw_->at(g - 1, first ? Field::END : Field::ISSUE)},
                  TapeCost::HOST_ISSUE, p, i);
@@ -170,7 +172,7 @@ class Runner {
   // Instruction i reached its stream's head at t = max(its issue, its stream predecessor's end).
   void make_ready(int32_t p, int32_t i, double t) {
     st_.timing(p, i).ready_ms = t;
-    if (tw_) {
+    if (kRecord) {
       const int32_t slot = st_.stream_slot(p, i), g = st_.topo.global(p, i);
       const int32_t pos = st_.head[slot];
       const int32_t pred = pos > st_.topo.stream_list_base[slot] ? tw_->at(st_.topo.global(p, st_.topo.stream_list[pos - 1]), Field::END) : kNone;
@@ -192,8 +194,8 @@ class Runner {
       }
     }
     t += launch_delay_ms(p, i);
-    const int32_t g = tw_ ? st_.topo.global(p, i) : kNone;
-    if (tw_) {  // start = max(ready, a WAIT's RECORD's end) + launch delay, parked or not
+    const int32_t g = kRecord ? st_.topo.global(p, i) : kNone;
+    if (kRecord) {  // start = max(ready, a WAIT's RECORD's end) + launch delay, parked or not
       const int32_t rec = kind == OpKind::WAIT && st_.platform.events_enforced()
                               ? tw_->at(st_.topo.global(p, synced_record(p, i)), Field::END)
                               : kNone;
@@ -202,7 +204,7 @@ class Runner {
     switch (kind) {
       case OpKind::WAIT: {
         tm.start_ms = t;
-        if (tw_) tw_->add(tw_->at(g, Field::END), {tw_->at(g, Field::START)});
+        if (kRecord) tw_->add(tw_->at(g, Field::END), {tw_->at(g, Field::START)});
         schedule(p, i, t);
         return;
       }
@@ -212,7 +214,7 @@ class Runner {
       case OpKind::COLLECTIVE: start_collective(p, i, t); return;
       case OpKind::RECORD:
         tm.start_ms = t;
-        if (tw_) tw_->add(tw_->at(g, Field::END), {tw_->at(g, Field::START)});
+        if (kRecord) tw_->add(tw_->at(g, Field::END), {tw_->at(g, Field::START)});
         schedule(p, i, t);
         return;
       case OpKind::F:
@@ -222,7 +224,7 @@ class Runner {
       case OpKind::RESHARD:
       case OpKind::OPT_STEP:
         tm.start_ms = t;
-        if (tw_) tw_->add(tw_->at(g, Field::END), {tw_->at(g, Field::START)}, TapeCost::COMPUTE, p, i);
+        if (kRecord) tw_->add(tw_->at(g, Field::END), {tw_->at(g, Field::START)}, TapeCost::COMPUTE, p, i);
         schedule(p, i, t + compute_ms(p, i));
         return;
     }
@@ -233,7 +235,7 @@ class Runner {
     const int32_t g = st_.topo.global(p, i);
     const int32_t n = st_.topo.batch_ops(g);
     if (n == 0) {
-      if (tw_) tw_->add(tw_->at(g, Field::END), {tw_->at(g, Field::START)}, TapeCost::BATCH, p, i);
+      if (kRecord) tw_->add(tw_->at(g, Field::END), {tw_->at(g, Field::START)}, TapeCost::BATCH, p, i);
       schedule(p, i, t + batch_ms(p, i));
       return;
     }
@@ -243,9 +245,9 @@ class Runner {
     if (st_.queues.active()) {
       start_units(g, t);
     } else if (st_.platform.batch_matching() == BatchMatching::ALL_AT_ONCE) {
-      for (int32_t k = 0; k < n; ++k) post(first + k, t, tw_ ? tw_->at(g, Field::START) : kNone);
+      for (int32_t k = 0; k < n; ++k) post(first + k, t, kRecord ? tw_->at(g, Field::START) : kNone);
     } else {
-      post(first, t, tw_ ? tw_->at(g, Field::START) : kNone);
+      post(first, t, kRecord ? tw_->at(g, Field::START) : kNone);
     }
     drain_posts();
   }
@@ -273,7 +275,7 @@ class Runner {
     const auto n = st_.topo.batch_ops(qu.g);
     for (int32_t k = 0; k < n; ++k) {
       if (st_.queues.unit_of_op[first + k] != u) continue;
-      if (tw_)  // posted = max(the BATCH's start, the end of the unit before it)
+      if (kRecord)  // posted = max(the BATCH's start, the end of the unit before it)
         tw_->add(tw_->posted(first + k), {tw_->at(qu.g, Field::START), qu.prev == kNone ? kNone : tw_->unit_end(qu.prev)});
       st_.post_work.emplace_back(first + k, t);
     }
@@ -281,7 +283,7 @@ class Runner {
 
   // Op `op` is posted at t, which is the value of tape slot `from`.
   void post(int32_t op, double t, int32_t from) {
-    if (tw_) tw_->add(tw_->posted(op), {from});
+    if (kRecord) tw_->add(tw_->posted(op), {from});
     st_.post_work.emplace_back(op, t);
   }
 
@@ -304,7 +306,7 @@ class Runner {
   void finish_collective(int32_t g, double t) {
     if (st_.queues.kind != CommQueues::ONE_PER_RANK) return;
     const int32_t u = st_.queues.unit_of_coll[st_.topo.collective_slot(g)];
-    if (tw_) tw_->set_unit_end(u, tw_->at(g, Field::END));
+    if (kRecord) tw_->set_unit_end(u, tw_->at(g, Field::END));
     finish_unit(u, t);
   }
 
@@ -319,18 +321,18 @@ class Runner {
       st_.posted[op] = t;
       const bool local = eager_send(op);
       if (local) {
-        if (tw_) tw_->add(tw_->matched(op), {tw_->posted(op)});
+        if (kRecord) tw_->add(tw_->matched(op), {tw_->posted(op)});
         on_matched(op, t);
       }
       const int32_t m = st_.topo.mirror[op];
       if (m == kNone || !happened(st_.posted[m])) continue;
       const double at = std::max(t, st_.posted[m]);
       if (!local) {
-        if (tw_) tw_->add(tw_->matched(op), {tw_->posted(op), tw_->posted(m)});
+        if (kRecord) tw_->add(tw_->matched(op), {tw_->posted(op), tw_->posted(m)});
         on_matched(op, at);
       }
       if (!eager_send(m)) {
-        if (tw_) tw_->add(tw_->matched(m), {tw_->posted(op), tw_->posted(m)});
+        if (kRecord) tw_->add(tw_->matched(m), {tw_->posted(op), tw_->posted(m)});
         on_matched(m, at);
       }
     }
@@ -347,7 +349,7 @@ class Runner {
       if (--st_.unit_left[u] == 0) {
         const int32_t p = st_.topo.prog_of_global(g);
         const int32_t i = g - st_.topo.instr_base[p];
-        if (tw_) {  // max(the BATCH's start, its unit's matches) + batch_ms
+        if (kRecord) {  // max(the BATCH's start, its unit's matches) + batch_ms
           auto& ops = tw_->scratch();
           ops.push_back(tw_->at(g, Field::START));
           for (int32_t k = first; k < first + st_.topo.batch_ops(g); ++k)
@@ -360,7 +362,7 @@ class Runner {
     if (--st_.batch_left[first] == 0) {
       const int32_t p = st_.topo.prog_of_global(g);
       const int32_t i = g - st_.topo.instr_base[p];
-      if (tw_) {  // max(its start, every op's match) + batch_ms
+      if (kRecord) {  // max(its start, every op's match) + batch_ms
         auto& ops = tw_->scratch();
         ops.push_back(tw_->at(g, Field::START));
         for (int32_t k = first; k < first + st_.topo.batch_ops(g); ++k) ops.push_back(tw_->matched(k));
@@ -368,7 +370,7 @@ class Runner {
       }
       schedule(p, i, st_.batch_last[first] + batch_ms(p, i));
     } else if (st_.platform.batch_matching() == BatchMatching::SERIAL_IN_ORDER) {
-      post(op + 1, t, tw_ ? tw_->matched(op) : kNone);
+      post(op + 1, t, kRecord ? tw_->matched(op) : kNone);
     }
   }
 
@@ -404,14 +406,14 @@ class Runner {
     }
     const int32_t p = st_.topo.prog_of_global(g);
     const int32_t i = g - st_.topo.instr_base[p];
-    if (tw_) record_phase_begin(g, cs, phase, mask);
+    if (kRecord) record_phase_begin(g, cs, phase, mask);
     if (slot.n == 0) {
       double delay = arrival_ms(p, i);
       if (!st_.set.world.expanded) delay = std::max(delay, external_ms(p, i));
       const double end = at + delay + collective_ms(p, i);
-      if (tw_) tw_->add(tw_->at(g, Field::END), {tw_->arrival(cs, 0)}, TapeCost::COLLECTIVE, p, i);
+      if (kRecord) tw_->add(tw_->at(g, Field::END), {tw_->arrival(cs, 0)}, TapeCost::COLLECTIVE, p, i);
       schedule(p, i, end);
-      release(g, mask, end, tw_ ? tw_->at(g, Field::END) : kNone);
+      release(g, mask, end, kRecord ? tw_->at(g, Field::END) : kNone);
       finish_collective(g, end);
       return;
     }
@@ -449,7 +451,7 @@ class Runner {
     for (GroupKind kind : kGroupKinds) {
       if (!(mask & engine::comm_bit(kind))) continue;
       st_.comm_free[cs][kind] = t;
-      if (tw_) tw_->set_comm_free(cs, kind, from);
+      if (kRecord) tw_->set_comm_free(cs, kind, from);
       const int32_t next = st_.topo.coll[cs].next[kind];
       if (next == kNone) continue;
       const int32_t ncs = st_.topo.collective_slot(next);
@@ -467,7 +469,7 @@ class Runner {
     st_.inst_done[inst] = 1;
     const double done = st_.inst_time[inst];
     const uint8_t mask = ci.named == kNone ? engine::comm_bit(ci.kind) : uint8_t{0};
-    if (tw_) {  // the last arrival over the members
+    if (kRecord) {  // the last arrival over the members
       auto& ops = tw_->scratch();
       for (int32_t j = 0; j < ci.size; ++j) {
         const int32_t cs = st_.topo.collective_slot(st_.topo.instance_members[ci.members_begin + j]);
@@ -481,15 +483,15 @@ class Runner {
       const CollectiveSlot& slot = st_.topo.coll[cs];
       if (slot.n == 2 && slot.inst[0] == inst) {
         st_.coll_phase[cs] = 1;
-        release(g, mask, done, tw_ ? tw_->done(inst) : kNone);
+        release(g, mask, done, kRecord ? tw_->done(inst) : kNone);
         begin_phase(g, done);
       } else {
         const int32_t p = st_.topo.prog_of_global(g);
         const int32_t i = g - st_.topo.instr_base[p];
         const double end = done + collective_ms(p, i);
-        if (tw_) tw_->add(tw_->at(g, Field::END), {tw_->done(inst)}, TapeCost::COLLECTIVE, p, i);
+        if (kRecord) tw_->add(tw_->at(g, Field::END), {tw_->done(inst)}, TapeCost::COLLECTIVE, p, i);
         schedule(p, i, end);
-        release(g, mask, end, tw_ ? tw_->at(g, Field::END) : kNone);
+        release(g, mask, end, kRecord ? tw_->at(g, Field::END) : kNone);
         finish_collective(g, end);
       }
     }
@@ -534,7 +536,10 @@ EngineResult engine::run_on_topology(const ProgramSet& set, const Topology& topo
   EngineState st(set, topo, platform, platform.timed() ? opts.cost : nullptr, res);
   std::optional<TapeWriter> writer;
   if (tape) writer.emplace(topo, st.queues, opts.platform, platform.timed());
-  Runner(st, writer ? &*writer : nullptr).run();
+  if (writer)
+    Runner<true>(st, &*writer).run();
+  else
+    Runner<false>(st, nullptr).run();
   res.completed = true;
   for (const auto& prog : res.timing)
     for (const auto& t : prog)
