@@ -275,9 +275,12 @@ std::vector<double> trial_step_times(const CompiledPlan& plan, const TrialSetup&
     }
     // No tape (a deadlock, which run_trial has thrown for): the engine below.
   }
+  // One draw for every trial (fixed tails) and dedicated links: one engine run, no tape to record.
+  const TrialEngine how =
+      differ || setup.cost.link_sharing != LinkSharing::DEDICATED ? TrialEngine::TAPE : TrialEngine::ENGINE;
   parallel_for(differ ? count : 1, opts.threads, [&](int64_t k) {
     SimCostModel model = base.with_straggler(trial_straggler(plan, setup, first + static_cast<uint64_t>(k)));
-    out[static_cast<size_t>(k)] = run_trial(plan, model, setup.platform).makespan_ms;
+    out[static_cast<size_t>(k)] = run_trial(plan, model, setup.platform, nullptr, how).makespan_ms;
     finished();
   });
   if (!differ) {
