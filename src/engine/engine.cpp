@@ -13,7 +13,9 @@
 
 #include <fmt/format.h>
 
+#include "engine/cost_check.h"
 #include "engine/engine_state.h"
+#include "engine/tape_writer.h"
 #include "ppstream/program/format.h"
 
 namespace ppstream {
@@ -83,9 +85,13 @@ int32_t EngineState::comm_blocker(int32_t cs) const {
 
 namespace {
 
+// With kRecord (record_tape, a TapeWriter), every time below that is assigned also appends its
+// tape entry, written at the point the semantics defines it (include/ppstream/engine/tape.h); a
+// template parameter, so that a plain run compiles without the recording branches.
+template <bool kRecord>
 class Runner {
  public:
-  explicit Runner(EngineState& st) : st_(st) {}
+  Runner(EngineState& st, TapeWriter* tape) : st_(st), tw_(tape) { assert(kRecord == (tape != nullptr)); }
 
   void run() {
     for (int32_t p = 0; p < st_.topo.programs(); ++p) issue_from(p, 0.0);
@@ -99,15 +105,12 @@ class Runner {
 
  private:
   EngineState& st_;
+  TapeWriter* tw_;  // null unless kRecord
 
   const Instr& instr(int32_t p, int32_t i) const { return st_.set.programs[p].instrs[i]; }
 
-  // A cost-model value, checked: a negative or non-finite duration would run time backwards.
   double checked(double ms, int32_t p, int32_t i, const char* what) const {
-    if (!(ms >= 0.0) || !std::isfinite(ms))
-      throw std::invalid_argument(fmt::format("cost model: {} of r{} #{} {} is {} ms; expected a finite value >= 0",
-                                              what, st_.set.programs[p].rank.v, i, to_text(st_.set.programs[p], instr(p, i)), ms));
-    return ms;
+    return checked_cost(ms, st_.set.programs[p], i, what);
   }
   double compute_ms(int32_t p, int32_t i) const {
     return st_.cost ? checked(st_.cost->compute_ms(st_.set.programs[p], instr(p, i)), p, i, "compute_ms") : 0.0;
@@ -147,10 +150,17 @@ class Runner {
   // them (make_ready's callers), so the result does not depend on processing order.
   void issue_from(int32_t p, double t) {
     const auto& instrs = st_.set.programs[p].instrs;
-    while (st_.host_next[p] < static_cast<int32_t>(instrs.size())) {
+    // The first issue of this call counts from `t`: step start, or the end of the instruction
+    // that blocked the host (the one before it).
+    for (bool first = true; st_.host_next[p] < static_cast<int32_t>(instrs.size()); first = false) {
       const int32_t i = st_.host_next[p]++;
       t += host_issue_ms(p, i);
       st_.timing(p, i).issue_ms = t;
+      if (kRecord) {
+        const int32_t g = st_.topo.global(p, i);
+        tw_->add(tw_->at(g, Field::ISSUE), {i == 0 ? kNone : tw_->at(g - 1, first ? Field::END : Field::ISSUE)},
+                 TapeCost::HOST_ISSUE, p, i);
+      }
       if (st_.head_instr(st_.stream_slot(p, i)) == i) make_ready(p, i, t);
       if (st_.platform.host_blocks(instrs[i])) {
         st_.host_blocked_on[p] = i;
@@ -159,8 +169,15 @@ class Runner {
     }
   }
 
+  // Instruction i reached its stream's head at t = max(its issue, its stream predecessor's end).
   void make_ready(int32_t p, int32_t i, double t) {
     st_.timing(p, i).ready_ms = t;
+    if (kRecord) {
+      const int32_t slot = st_.stream_slot(p, i), g = st_.topo.global(p, i);
+      const int32_t pos = st_.head[slot];
+      const int32_t pred = pos > st_.topo.stream_list_base[slot] ? tw_->at(st_.topo.global(p, st_.topo.stream_list[pos - 1]), Field::END) : kNone;
+      tw_->add(tw_->at(g, Field::READY), {tw_->at(g, Field::ISSUE), pred});
+    }
     try_start(p, i, t);
   }
 
@@ -177,9 +194,17 @@ class Runner {
       }
     }
     t += launch_delay_ms(p, i);
+    const int32_t g = kRecord ? st_.topo.global(p, i) : kNone;
+    if (kRecord) {  // start = max(ready, a WAIT's RECORD's end) + launch delay, parked or not
+      const int32_t rec = kind == OpKind::WAIT && st_.platform.events_enforced()
+                              ? tw_->at(st_.topo.global(p, synced_record(p, i)), Field::END)
+                              : kNone;
+      tw_->add(tw_->at(g, Field::START), {tw_->at(g, Field::READY), rec}, TapeCost::LAUNCH_DELAY, p, i);
+    }
     switch (kind) {
       case OpKind::WAIT: {
         tm.start_ms = t;
+        if (kRecord) tw_->add(tw_->at(g, Field::END), {tw_->at(g, Field::START)});
         schedule(p, i, t);
         return;
       }
@@ -189,6 +214,7 @@ class Runner {
       case OpKind::COLLECTIVE: start_collective(p, i, t); return;
       case OpKind::RECORD:
         tm.start_ms = t;
+        if (kRecord) tw_->add(tw_->at(g, Field::END), {tw_->at(g, Field::START)});
         schedule(p, i, t);
         return;
       case OpKind::F:
@@ -198,6 +224,7 @@ class Runner {
       case OpKind::RESHARD:
       case OpKind::OPT_STEP:
         tm.start_ms = t;
+        if (kRecord) tw_->add(tw_->at(g, Field::END), {tw_->at(g, Field::START)}, TapeCost::COMPUTE, p, i);
         schedule(p, i, t + compute_ms(p, i));
         return;
     }
@@ -208,6 +235,7 @@ class Runner {
     const int32_t g = st_.topo.global(p, i);
     const int32_t n = st_.topo.batch_ops(g);
     if (n == 0) {
+      if (kRecord) tw_->add(tw_->at(g, Field::END), {tw_->at(g, Field::START)}, TapeCost::BATCH, p, i);
       schedule(p, i, t + batch_ms(p, i));
       return;
     }
@@ -217,9 +245,9 @@ class Runner {
     if (st_.queues.active()) {
       start_units(g, t);
     } else if (st_.platform.batch_matching() == BatchMatching::ALL_AT_ONCE) {
-      for (int32_t k = 0; k < n; ++k) st_.post_work.emplace_back(first + k, t);
+      for (int32_t k = 0; k < n; ++k) post(first + k, t, kRecord ? tw_->at(g, Field::START) : kNone);
     } else {
-      st_.post_work.emplace_back(first, t);
+      post(first, t, kRecord ? tw_->at(g, Field::START) : kNone);
     }
     drain_posts();
   }
@@ -245,8 +273,18 @@ class Runner {
     st_.unit_held_since[static_cast<size_t>(u)].reset();
     const int32_t first = st_.topo.first_op(qu.g);
     const auto n = st_.topo.batch_ops(qu.g);
-    for (int32_t k = 0; k < n; ++k)
-      if (st_.queues.unit_of_op[first + k] == u) st_.post_work.emplace_back(first + k, t);
+    for (int32_t k = 0; k < n; ++k) {
+      if (st_.queues.unit_of_op[first + k] != u) continue;
+      if (kRecord)  // posted = max(the BATCH's start, the end of the unit before it)
+        tw_->add(tw_->posted(first + k), {tw_->at(qu.g, Field::START), qu.prev == kNone ? kNone : tw_->unit_end(qu.prev)});
+      st_.post_work.emplace_back(first + k, t);
+    }
+  }
+
+  // Op `op` is posted at t, which is the value of tape slot `from`.
+  void post(int32_t op, double t, int32_t from) {
+    if (kRecord) tw_->add(tw_->posted(op), {from});
+    st_.post_work.emplace_back(op, t);
   }
 
   // Unit u finished at t: the next unit on its queue, if held there, begins.
@@ -266,7 +304,10 @@ class Runner {
 
   // Collective g completes at t; on the rank's one queue its unit then finishes.
   void finish_collective(int32_t g, double t) {
-    if (st_.queues.kind == CommQueues::ONE_PER_RANK) finish_unit(st_.queues.unit_of_coll[st_.topo.collective_slot(g)], t);
+    if (st_.queues.kind != CommQueues::ONE_PER_RANK) return;
+    const int32_t u = st_.queues.unit_of_coll[st_.topo.collective_slot(g)];
+    if (kRecord) tw_->set_unit_end(u, tw_->at(g, Field::END));
+    finish_unit(u, t);
   }
 
   // Under eager sends (Platform::eager_sends) a send is matched at its own post; its receive
@@ -279,12 +320,21 @@ class Runner {
       st_.post_work.pop_back();
       st_.posted[op] = t;
       const bool local = eager_send(op);
-      if (local) on_matched(op, t);
+      if (local) {
+        if (kRecord) tw_->add(tw_->matched(op), {tw_->posted(op)});
+        on_matched(op, t);
+      }
       const int32_t m = st_.topo.mirror[op];
       if (m == kNone || !happened(st_.posted[m])) continue;
       const double at = std::max(t, st_.posted[m]);
-      if (!local) on_matched(op, at);
-      if (!eager_send(m)) on_matched(m, at);
+      if (!local) {
+        if (kRecord) tw_->add(tw_->matched(op), {tw_->posted(op), tw_->posted(m)});
+        on_matched(op, at);
+      }
+      if (!eager_send(m)) {
+        if (kRecord) tw_->add(tw_->matched(m), {tw_->posted(op), tw_->posted(m)});
+        on_matched(m, at);
+      }
     }
   }
 
@@ -298,15 +348,29 @@ class Runner {
       st_.unit_last[u] = std::max(st_.unit_last[u], t);
       if (--st_.unit_left[u] == 0) {
         const int32_t p = st_.topo.prog_of_global(g);
-        finish_unit(static_cast<int32_t>(u), st_.unit_last[u] + batch_ms(p, g - st_.topo.instr_base[p]));
+        const int32_t i = g - st_.topo.instr_base[p];
+        if (kRecord) {  // max(the BATCH's start, its unit's matches) + batch_ms
+          auto& ops = tw_->scratch();
+          ops.push_back(tw_->at(g, Field::START));
+          for (int32_t k = first; k < first + st_.topo.batch_ops(g); ++k)
+            if (st_.queues.unit_of_op[k] == static_cast<int32_t>(u)) ops.push_back(tw_->matched(k));
+          tw_->add(tw_->own_unit_end(static_cast<int32_t>(u)), ops, TapeCost::BATCH, p, i);
+        }
+        finish_unit(static_cast<int32_t>(u), st_.unit_last[u] + batch_ms(p, i));
       }
     }
     if (--st_.batch_left[first] == 0) {
       const int32_t p = st_.topo.prog_of_global(g);
       const int32_t i = g - st_.topo.instr_base[p];
+      if (kRecord) {  // max(its start, every op's match) + batch_ms
+        auto& ops = tw_->scratch();
+        ops.push_back(tw_->at(g, Field::START));
+        for (int32_t k = first; k < first + st_.topo.batch_ops(g); ++k) ops.push_back(tw_->matched(k));
+        tw_->add(tw_->at(g, Field::END), ops, TapeCost::BATCH, p, i);
+      }
       schedule(p, i, st_.batch_last[first] + batch_ms(p, i));
     } else if (st_.platform.batch_matching() == BatchMatching::SERIAL_IN_ORDER) {
-      st_.post_work.emplace_back(op + 1, t);
+      post(op + 1, t, kRecord ? tw_->matched(op) : kNone);
     }
   }
 
@@ -342,26 +406,52 @@ class Runner {
     }
     const int32_t p = st_.topo.prog_of_global(g);
     const int32_t i = g - st_.topo.instr_base[p];
+    if (kRecord) record_phase_begin(g, cs, phase, mask);
     if (slot.n == 0) {
       double delay = arrival_ms(p, i);
       if (!st_.set.world.expanded) delay = std::max(delay, external_ms(p, i));
       const double end = at + delay + collective_ms(p, i);
+      if (kRecord) tw_->add(tw_->at(g, Field::END), {tw_->arrival(cs, 0)}, TapeCost::COLLECTIVE, p, i);
       schedule(p, i, end);
-      release(g, mask, end);
+      release(g, mask, end, kRecord ? tw_->at(g, Field::END) : kNone);
       finish_collective(g, end);
       return;
     }
     arrive(slot.inst[phase], phase == 0 ? at + arrival_ms(p, i) : at);
   }
 
+  // The tape entry of begin_phase's arrival: max(the phase's begin — the collective's start, or
+  // its first phase's end —, the communicators' or the queue unit's previous end) + phase 0's
+  // arrival delay (a local collective's: also the outside members' slowest, one-replica sets).
+  void record_phase_begin(int32_t g, int32_t cs, uint8_t phase, uint8_t mask) {
+    const CollectiveSlot& slot = st_.topo.coll[cs];
+    auto& ops = tw_->scratch();
+    ops.push_back(phase == 0 ? tw_->at(g, Field::START) : tw_->done(slot.inst[0]));
+    if (!st_.queues.active()) {
+      for (GroupKind kind : kGroupKinds)
+        if ((mask & engine::comm_bit(kind)) && slot.prev[kind] != kNone)
+          ops.push_back(tw_->comm_free(st_.topo.collective_slot(slot.prev[kind]), kind));
+    } else if (st_.queues.kind == CommQueues::ONE_PER_RANK && phase == 0) {
+      const int32_t prev = st_.queues.units[static_cast<size_t>(st_.queues.unit_of_coll[cs])].prev;
+      if (prev != kNone) ops.push_back(tw_->unit_end(prev));
+    }
+    const int32_t p = st_.topo.prog_of_global(g);
+    const TapeCost cost = phase != 0 ? TapeCost::NONE
+                          : slot.n == 0 && !st_.set.world.expanded ? TapeCost::ARRIVAL_OR_EXTERNAL
+                                                                  : TapeCost::ARRIVAL;
+    tw_->add(tw_->arrival(cs, phase), ops, cost, p, g - st_.topo.instr_base[p]);
+  }
+
   // Collective g's phase on the communicators in `mask` finishes at t: the rank's next
   // collective on each of them, if held back, is ready again.
-  void release(int32_t g, uint8_t mask, double t) {
+  // `from` is the tape slot holding t.
+  void release(int32_t g, uint8_t mask, double t, int32_t from) {
     if (st_.queues.active()) return;  // no communicator chains: see finish_unit
     const int32_t cs = st_.topo.collective_slot(g);
     for (GroupKind kind : kGroupKinds) {
       if (!(mask & engine::comm_bit(kind))) continue;
       st_.comm_free[cs][kind] = t;
+      if (kRecord) tw_->set_comm_free(cs, kind, from);
       const int32_t next = st_.topo.coll[cs].next[kind];
       if (next == kNone) continue;
       const int32_t ncs = st_.topo.collective_slot(next);
@@ -379,20 +469,29 @@ class Runner {
     st_.inst_done[inst] = 1;
     const double done = st_.inst_time[inst];
     const uint8_t mask = ci.named == kNone ? engine::comm_bit(ci.kind) : uint8_t{0};
+    if (kRecord) {  // the last arrival over the members
+      auto& ops = tw_->scratch();
+      for (int32_t j = 0; j < ci.size; ++j) {
+        const int32_t cs = st_.topo.collective_slot(st_.topo.instance_members[ci.members_begin + j]);
+        ops.push_back(tw_->arrival(cs, st_.topo.coll[cs].inst[0] == inst ? 0 : 1));
+      }
+      tw_->add(tw_->done(inst), ops);
+    }
     for (int32_t j = 0; j < ci.size; ++j) {
       const int32_t g = st_.topo.instance_members[ci.members_begin + j];
       const int32_t cs = st_.topo.collective_slot(g);
       const CollectiveSlot& slot = st_.topo.coll[cs];
       if (slot.n == 2 && slot.inst[0] == inst) {
         st_.coll_phase[cs] = 1;
-        release(g, mask, done);
+        release(g, mask, done, kRecord ? tw_->done(inst) : kNone);
         begin_phase(g, done);
       } else {
         const int32_t p = st_.topo.prog_of_global(g);
         const int32_t i = g - st_.topo.instr_base[p];
         const double end = done + collective_ms(p, i);
+        if (kRecord) tw_->add(tw_->at(g, Field::END), {tw_->done(inst)}, TapeCost::COLLECTIVE, p, i);
         schedule(p, i, end);
-        release(g, mask, end);
+        release(g, mask, end, kRecord ? tw_->at(g, Field::END) : kNone);
         finish_collective(g, end);
       }
     }
@@ -430,16 +529,23 @@ class Runner {
 }  // namespace
 }  // namespace engine
 
-EngineResult engine::run_on_topology(const ProgramSet& set, const Topology& topo, const EngineOptions& opts) {
+EngineResult engine::run_on_topology(const ProgramSet& set, const Topology& topo, const EngineOptions& opts,
+                                     std::shared_ptr<const Tape>* tape) {
   const Platform& platform = platform_for(opts.platform);
   EngineResult res;
   EngineState st(set, topo, platform, platform.timed() ? opts.cost : nullptr, res);
-  Runner(st).run();
+  std::optional<TapeWriter> writer;
+  if (tape) writer.emplace(topo, st.queues, opts.platform, platform.timed());
+  if (writer)
+    Runner<true>(st, &*writer).run();
+  else
+    Runner<false>(st, nullptr).run();
   res.completed = true;
   for (const auto& prog : res.timing)
     for (const auto& t : prog)
       if (!t.finished()) res.completed = false;
   if (!res.completed) diagnose_deadlock(st);
+  if (tape) *tape = res.completed ? writer->finish(set) : nullptr;
   return res;
 }
 
@@ -448,6 +554,11 @@ EngineResult run_engine(const ProgramSet& set, const EngineOptions& opts) {
 }
 
 EngineResult engine::run_checked(const Topology& topo, const EngineOptions& opts) {
+  check_structure(topo);
+  return engine::run_on_topology(*topo.set, topo, opts);
+}
+
+void engine::check_structure(const Topology& topo) {
   const ProgramSet& set = *topo.set;
   if (!topo.errors.empty()) {
     const auto& e = topo.errors.front();
@@ -460,7 +571,6 @@ EngineResult engine::run_checked(const Topology& topo, const EngineOptions& opts
                                                 ? fmt::format(" (and {} more problems)", topo.errors.size() - 1)
                                                 : ""));
   }
-  return engine::run_on_topology(set, topo, opts);
 }
 
 }  // namespace ppstream

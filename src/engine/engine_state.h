@@ -13,6 +13,7 @@
 #include "engine/platform.h"
 #include "engine/topology.h"
 #include "ppstream/engine/engine.h"
+#include "ppstream/engine/tape.h"
 
 namespace ppstream::engine {
 
@@ -102,8 +103,13 @@ struct EngineState {
 };
 
 // Runs the engine on a topology already built (and free of errors) for `set`; lets the
-// verifier share one topology between its static rules and its deadlock runs.
-EngineResult run_on_topology(const ProgramSet& set, const Topology& topo, const EngineOptions& opts);
+// verifier share one topology between its static rules and its deadlock runs. With `tape`, also
+// records the run's tape there (nullptr when the run did not complete; ppstream/engine/tape.h).
+EngineResult run_on_topology(const ProgramSet& set, const Topology& topo, const EngineOptions& opts,
+                             std::shared_ptr<const Tape>* tape = nullptr);
+
+// Throws std::invalid_argument naming the first of topo.errors (what run_checked refuses).
+void check_structure(const Topology& topo);
 
 // Fills res.blocked, res.cycle and res.cycle_blocked after the queue ran dry with work left.
 void diagnose_deadlock(const EngineState& st);

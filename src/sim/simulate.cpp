@@ -141,7 +141,10 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
     // Trial 0 keeps every timing (metrics, trace, SVG, memory curves); the others their step
     // time and peak memory (a cluster: step time only, its peak is trial 0's; memory.h).
     SimCostModel model = trial_cost_model(plan, setup, 0);
-    EngineResult run = run_trial(plan, model, opts.platform, &pr.engine_wall_ms);
+    // One run alone (no other draw after it, no link sharing's second run) is cheaper without a
+    // tape; fixed tails make every trial this draw (draws_differ).
+    const bool again = (opts.trials > 1 && draws_differ(setup)) || setup.cost.link_sharing != LinkSharing::DEDICATED;
+    EngineResult run = run_trial(plan, model, opts.platform, &pr.engine_wall_ms, again ? TrialEngine::TAPE : TrialEngine::ENGINE);
     pr.trials.step_time_ms.push_back(run.makespan_ms);
     pr.memory = compute_memory(plan.programs(), run, plan.config().stage_layers, report.memory, !opts.svg_path.empty(),
                                opts.cluster ? replica0 : ProgramFilter{});

@@ -9,11 +9,13 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
 
 #include "engine/topology.h"
+#include "ppstream/engine/tape.h"
 #include "link_sharing.h"
 #include "ppstream/lower/lower.h"
 #include "ppstream/verify/verify.h"
@@ -28,6 +30,9 @@ struct CompiledPlan::Impl {
   ProgramSet set;
   engine::Topology topo;  // points at `set`: Impl lives on the heap and never moves
   size_t instructions = 0;
+  // Per platform: the tape of the set (null: the recording run deadlocked, the engine runs).
+  std::mutex tape_mu;
+  std::map<PlatformKind, std::shared_ptr<const Tape>> tapes;
 };
 
 namespace {
@@ -75,6 +80,28 @@ const World& CompiledPlan::world() const { return impl_->set.world; }
 const ProgramSet& CompiledPlan::programs() const { return impl_->set; }
 const engine::Topology& CompiledPlan::topology() const { return impl_->topo; }
 size_t CompiledPlan::instructions() const { return impl_->instructions; }
+
+std::shared_ptr<const Tape> CompiledPlan::tape(PlatformKind platform) const {
+  const std::lock_guard<std::mutex> lock(impl_->tape_mu);
+  const auto it = impl_->tapes.find(platform);
+  return it == impl_->tapes.end() ? nullptr : it->second;
+}
+
+EngineResult CompiledPlan::run(const EngineOptions& opts, TrialEngine how) const {
+  if (how == TrialEngine::ENGINE) return engine::run_checked(impl_->topo, opts);
+  std::shared_ptr<const Tape> tape;
+  {
+    const std::lock_guard<std::mutex> lock(impl_->tape_mu);  // one recording per platform
+    const auto it = impl_->tapes.find(opts.platform);
+    if (it == impl_->tapes.end()) {
+      EngineResult first;
+      impl_->tapes[opts.platform] = record_tape(impl_->topo, opts, first);
+      return first;
+    }
+    tape = it->second;
+  }
+  return tape ? replay_tape(*tape, opts.cost) : engine::run_checked(impl_->topo, opts);
+}
 
 namespace {
 
@@ -125,21 +152,21 @@ StragglerModel trial_straggler(const CompiledPlan& plan, const TrialSetup& setup
 // StragglerModel::delay_ms reads the trial index only in its distribution's draw.
 bool draws_differ(const TrialSetup& setup) { return setup.straggler.distribution != DelayDistribution::NONE; }
 
-EngineResult run_trial(const CompiledPlan& plan, SimCostModel& model, PlatformKind platform, double* wall_ms) {
+EngineResult run_trial(const CompiledPlan& plan, SimCostModel& model, PlatformKind platform, double* wall_ms,
+                       TrialEngine how) {
   if (platform == PlatformKind::STRICT)
     throw std::invalid_argument("simulate: platform strict is untimed (every duration is zero); use ascend-mindspore, "
                                 "ascend-mindspore-one-comm-stream or cpu-serial");
-  const engine::Topology& topo = plan.topology();
   const ProgramSet& s = plan.programs();
   const ReducePolicy policy = plan.policy();
   EngineOptions eo;
   eo.platform = platform;
   eo.cost = &model;
   const auto t0 = std::chrono::steady_clock::now();
-  EngineResult run = engine::run_checked(topo, eo);
+  EngineResult run = plan.run(eo, how);
   if (run.completed && model.spec().link_sharing != LinkSharing::DEDICATED) {
     model.set_extra_ms(link_extras(s, run, model));
-    run = engine::run_checked(topo, eo);
+    run = plan.run(eo, how);
   }
   if (wall_ms) *wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!run.completed)
@@ -186,6 +213,44 @@ void parallel_for(int64_t count, int32_t threads, const std::function<void(int64
   if (error) std::rethrow_exception(error);
 }
 
+namespace {
+
+// Step times of draws first+1 … first+count-1 (out[1..]) as replays of `tape` with the fixed
+// terms of `base` (a draw changes only the arrival terms: SimCostModel::with_straggler) and each
+// draw's arrivals, step time only; dedicated links (link sharing's second run needs the timings).
+// Scratch buffers are reused across trials (a pool: a worker takes one per trial).
+void replay_draws(const CompiledPlan& plan, const TrialSetup& setup, const Tape& tape, const SimCostModel& base,
+                  uint64_t first, std::vector<double>& out, const TrialRunOptions& opts,
+                  const std::function<void()>& finished) {
+  const std::vector<double> fixed = tape_costs(tape, &base).fixed;
+  struct Scratch {
+    std::vector<double> arrival, slots;
+  };
+  std::mutex pool_mu;
+  std::vector<std::unique_ptr<Scratch>> pool;
+  parallel_for(static_cast<int64_t>(out.size()) - 1, opts.threads, [&](int64_t j) {
+    const auto k = static_cast<size_t>(j + 1);
+    std::unique_ptr<Scratch> s;
+    {
+      const std::lock_guard<std::mutex> lock(pool_mu);
+      if (!pool.empty()) s = std::move(pool.back()), pool.pop_back();
+    }
+    if (!s) s = std::make_unique<Scratch>();
+    SimCostModel model = base.with_straggler(trial_straggler(plan, setup, first + k));
+    arrival_costs(tape, &model, s->arrival);
+    const double ms = replay_tape(tape, fixed, s->arrival, s->slots, false).makespan_ms;
+    // A step beyond a double: run_trial names the cost keys.
+    out[k] = std::isfinite(ms) ? ms : run_trial(plan, model, setup.platform).makespan_ms;
+    {
+      const std::lock_guard<std::mutex> lock(pool_mu);
+      pool.push_back(std::move(s));
+    }
+    finished();
+  });
+}
+
+}  // namespace
+
 std::vector<double> trial_step_times(const CompiledPlan& plan, const TrialSetup& setup, uint64_t first, int32_t count,
                                      const TrialRunOptions& opts) {
   if (count < 0) throw std::invalid_argument(fmt::format("trial_step_times: count {}: expected >= 0", count));
@@ -193,15 +258,30 @@ std::vector<double> trial_step_times(const CompiledPlan& plan, const TrialSetup&
   if (count == 0) return out;
   std::mutex mu;
   int64_t done = 0;
+  const auto finished = [&] {
+    if (!opts.progress) return;
+    const std::lock_guard<std::mutex> lock(mu);
+    opts.progress(++done, count);
+  };
   const SimCostModel base = trial_cost_model(plan, setup, first);
   const bool differ = draws_differ(setup);
+  if (differ && count > 1 && setup.cost.link_sharing == LinkSharing::DEDICATED) {
+    SimCostModel model = base;
+    out[0] = run_trial(plan, model, setup.platform).makespan_ms;  // records the tape if the plan has none
+    finished();
+    if (const std::shared_ptr<const Tape> tape = plan.tape(setup.platform)) {
+      replay_draws(plan, setup, *tape, base, first, out, opts, finished);
+      return out;
+    }
+    // No tape (a deadlock, which run_trial has thrown for): the engine below.
+  }
+  // One draw for every trial (fixed tails) and dedicated links: one engine run, no tape to record.
+  const TrialEngine how =
+      differ || setup.cost.link_sharing != LinkSharing::DEDICATED ? TrialEngine::TAPE : TrialEngine::ENGINE;
   parallel_for(differ ? count : 1, opts.threads, [&](int64_t k) {
     SimCostModel model = base.with_straggler(trial_straggler(plan, setup, first + static_cast<uint64_t>(k)));
-    out[static_cast<size_t>(k)] = run_trial(plan, model, setup.platform).makespan_ms;
-    if (opts.progress) {
-      const std::lock_guard<std::mutex> lock(mu);
-      opts.progress(++done, count);
-    }
+    out[static_cast<size_t>(k)] = run_trial(plan, model, setup.platform, nullptr, how).makespan_ms;
+    finished();
   });
   if (!differ) {
     std::fill(out.begin() + 1, out.end(), out[0]);

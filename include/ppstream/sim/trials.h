@@ -1,7 +1,8 @@
 // Trials: compile and verify a plan once, then run the engine for as many straggler draws as
 // asked on the one shared topology. A new draw changes only arrival delays (StragglerModel is a
 // pure function of seed, trial, rank, collective kind and stage), so a trial costs one engine
-// run (two under link sharing) and nothing else. `simulate` and `tune` both go through here.
+// run (two under link sharing) and nothing else — and that run is a replay of the plan's tape
+// (ppstream/engine/tape.h), recorded by its first run. `simulate` and `tune` both go through here.
 //
 //   const sim::CompiledPlan plan(cfg, ReducePolicy::ASYNC, /*cluster=*/true);  // compile + verify once
 //   sim::TrialSetup setup = sim::trial_setup(cfg, plan.world());            // cost + straggler sections
@@ -21,6 +22,7 @@
 
 #include "ppstream/config/config.h"
 #include "ppstream/engine/engine.h"
+#include "ppstream/engine/tape.h"
 #include "ppstream/sim/cost_model.h"
 #include "ppstream/sim/straggler.h"
 
@@ -30,7 +32,17 @@ struct Topology;
 
 namespace ppstream::sim {
 
-// One compiled, verified program set and its engine topology; immutable after construction.
+// How a trial's engine run is made (docs/simulate.md "Trials").
+enum class TrialEngine : uint8_t {
+  // The plan's tape for the platform replayed (ppstream/engine/tape.h: bit-equal to an engine
+  // run); the first such run of the plan on a platform is the engine run that records it.
+  TAPE,
+  // A fresh engine run, no tape: a single run (recording would only cost), or the cross-check.
+  ENGINE,
+};
+
+// One compiled, verified program set and its engine topology; immutable after construction
+// (but for the tapes it records, one per platform, behind a lock).
 class CompiledPlan {
  public:
   // Compiles `cfg` with data_parallel.reduce_grad = `policy` (NONE: keep the config's; required
@@ -50,6 +62,12 @@ class CompiledPlan {
   const ProgramSet& programs() const;
   const engine::Topology& topology() const;  // src/engine/topology.h; points into programs()
   size_t instructions() const;            // over every program
+  // The engine's run of the set under `opts` (opts.cost a model of programs(), or nullptr), as
+  // engine::run_checked gives it, made as `how` says. Thread-safe: a second caller waits for the
+  // recording run, then replays.
+  EngineResult run(const EngineOptions& opts, TrialEngine how = TrialEngine::TAPE) const;
+  // The plan's tape for `platform`: nullptr before its first TAPE run, or when that run deadlocked.
+  std::shared_ptr<const Tape> tape(PlatformKind platform) const;
 
  private:
   struct Impl;
@@ -85,7 +103,7 @@ bool draws_differ(const TrialSetup& setup);
 // the engine's wall-clock time in ms. Throws std::invalid_argument for a deadlocked step (every
 // blocked instruction named), a non-finite step time, or platform strict.
 EngineResult run_trial(const CompiledPlan& plan, SimCostModel& model, PlatformKind platform,
-                       double* wall_ms = nullptr);
+                       double* wall_ms = nullptr, TrialEngine how = TrialEngine::TAPE);
 
 struct TrialRunOptions {
   int32_t threads = 0;  // workers; 0: one per hardware thread (std::thread::hardware_concurrency)

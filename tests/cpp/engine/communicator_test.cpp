@@ -17,6 +17,7 @@
 #include "ppstream/sim/cost_model.h"
 #include "ppstream/sim/simulate.h"
 #include "ppstream/verify/verify.h"
+#include "racing_reductions.h"
 
 namespace ppstream {
 namespace {
@@ -30,21 +31,8 @@ class Cost30 : public CostModel {
   double collective_ms(const Program&, const Instr&) const override { return 30.0; }
 };
 
-// One rank, two local stages, replicate 2: s1 reduces on `reduce`, s0 (the sync last stage)
-// on compute — issued later, with no event between the two reductions (the old lowering).
-std::string racing(bool expanded) {
-  std::string head = std::string("world pp=1 vpp=2 shard=1 replicate=2 expanded=") + (expanded ? "1" : "0") +
-                     " mode=hsdp policy=async\n";
-  std::string out = head;
-  for (int r = 0; r < (expanded ? 2 : 1); ++r) {
-    const std::string p = "r" + std::to_string(r) + " ";
-    out += p + "compute F mb0 s0\n" + p + "compute F mb0 s1\n" + p + "compute B mb0 s1\n" + p +
-           "compute RECORD compute_ready[s1]\n" + p + "reduce WAIT compute_ready[s1]\n" + p +
-           "reduce REDUCE_GRAD s1\n" + p + "reduce RECORD reduce_done[s1]\n" + p + "compute B mb0 s0\n" + p +
-           "compute REDUCE_GRAD s0\n" + p + "compute WAIT reduce_done[s1]\n" + p + "compute OPT_STEP\n";
-  }
-  return out;
-}
+// One rank, two local stages, replicate 2 (racing_reductions.h).
+std::string racing(bool expanded) { return testing::racing_reductions(1, 2, expanded); }
 
 EngineResult run(const ProgramSet& set, const CostModel& cost,
                  PlatformKind platform = PlatformKind::ASCEND_MINDSPORE) {

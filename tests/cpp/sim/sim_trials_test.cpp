@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <bit>
+#include <cstdint>
 #include <stdexcept>
 
 #include "ppstream/config/config.h"
@@ -129,6 +131,44 @@ TEST(SimTrials, ParallelForRunsEachIndexOnceAndRethrowsTheLowestFailure) {
     FAIL() << "expected a rethrow";
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "fail 3");
+  }
+}
+
+// The plan's tape (TrialEngine::TAPE, the default) against an engine run per trial
+// (TrialEngine::ENGINE): every draw's timings bit-equal, link sharing's second run included, on
+// every timed profile; and trial_step_times (which replays) gives the engine's step times.
+TEST(SimTrials, TapeReplaysGiveTheEnginesTimingsBitEqual) {
+  for (const char* sharing : {"dedicated", "fair", "reduce_priority"}) {
+    const PipelineConfig cfg = drawn(sharing);
+    const CompiledPlan plan(cfg, ReducePolicy::NONE, true);
+    for (PlatformKind k : {PlatformKind::ASCEND_MINDSPORE, PlatformKind::ASCEND_ONE_COMM_STREAM, PlatformKind::CPU_SERIAL,
+                           PlatformKind::CPU_MCCL, PlatformKind::STRICT_TIMED}) {
+      TrialSetup setup = trial_setup(cfg, plan.world());
+      setup.platform = k;
+      std::vector<double> engine_ms;
+      for (uint64_t trial = 0; trial < 4; ++trial) {
+        SimCostModel a = trial_cost_model(plan, setup, trial), b = trial_cost_model(plan, setup, trial);
+        const EngineResult want = run_trial(plan, a, k, nullptr, TrialEngine::ENGINE);
+        const EngineResult got = run_trial(plan, b, k, nullptr, TrialEngine::TAPE);
+        ASSERT_TRUE(want.completed);
+        ASSERT_EQ(want.timing.size(), got.timing.size());
+        EXPECT_EQ(std::bit_cast<uint64_t>(want.makespan_ms), std::bit_cast<uint64_t>(got.makespan_ms)) << sharing;
+        for (size_t p = 0; p < want.timing.size(); ++p)
+          for (size_t i = 0; i < want.timing[p].size(); ++i) {
+            const InstrTiming& x = want.timing[p][i];
+            const InstrTiming& y = got.timing[p][i];
+            ASSERT_TRUE(x.issue_ms == y.issue_ms && x.ready_ms == y.ready_ms && x.start_ms == y.start_ms &&
+                        x.end_ms == y.end_ms)
+                << sharing << " " << to_string(k) << " trial " << trial << " program " << p << " #" << i << ": end "
+                << x.end_ms << " vs " << y.end_ms;
+          }
+        engine_ms.push_back(want.makespan_ms);
+      }
+      EXPECT_NE(engine_ms[0], engine_ms[1]) << "the draws must differ for this test to mean anything";
+      TrialRunOptions two;
+      two.threads = 2;
+      EXPECT_EQ(trial_step_times(plan, setup, 0, 4, two), engine_ms) << sharing << " " << to_string(k);
+    }
   }
 }
 
