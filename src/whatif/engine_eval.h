@@ -1,6 +1,7 @@
 // The engine as the what-if evaluator of a Megatron timeline (docs/whatif.md "Evaluation on the
 // engine"): the lifted graph's verified stream programs (graph_programs.h), run by the engine
-// (`strict-timed`) once per step under a cost view, on the full world (every DP rank) or on the
+// (`strict-timed`) once per world and replayed from its tape (engine/tape.h) once per step under
+// a cost view, on the full world (every DP rank) or on the
 // reduced world of two DP rows that stands for it when all DP ranks but one are ideal.
 //
 // Why the reduced world is exact. In the full world with DP rank d measured and every other DP
@@ -29,6 +30,7 @@
 #include "graph.h"
 #include "graph_programs.h"
 #include "job.h"
+#include "ppstream/engine/tape.h"
 #include "ppstream/verify/verify.h"
 
 namespace ppstream::whatif {
@@ -64,12 +66,23 @@ struct EngineWorld {
   void require_verified(const VerifyOptions& opts, const std::string& what);
 
   // The engine's step (makespan, ms) of step `step` under `view` (rows: step · gp.dp + row).
+  // The first call runs the engine and records its tape (record_tape: the same result as
+  // run_checked); every later one replays that tape under its own cost view. The programs are
+  // the same for every step and view, only the costs differ, so the tape holds for all of them
+  // and each replay is bit-equal to a fresh engine run (engine/tape.h). Not thread-safe (the
+  // tape and the replay buffers are this world's).
   template <class View>
   double step_ms(const View& view, int32_t step, EngineResult* keep = nullptr) const {
     const NonNegative<View> clamped{view};
     const GraphCostModel<NonNegative<View>> cost(gp, clamped, step);
-    EngineResult r = engine::run_checked(topo, {PlatformKind::STRICT_TIMED, &cost});
-    if (!r.completed) throw std::logic_error("whatif: the lifted programs deadlock:\n" + format_deadlock(gp.set, r));
+    EngineResult r;
+    if (!tape_) {
+      tape_ = record_tape(topo, {PlatformKind::STRICT_TIMED, &cost}, r);
+      if (!tape_) throw std::logic_error("whatif: the lifted programs deadlock:\n" + format_deadlock(gp.set, r));
+    } else {
+      costs_ = tape_costs(*tape_, &cost);
+      r = replay_tape(*tape_, costs_.fixed, costs_.arrival, slots_, keep != nullptr);
+    }
     const double ms = r.makespan_ms;
     if (keep) *keep = std::move(r);
     return ms;
@@ -81,6 +94,14 @@ struct EngineWorld {
     for (int32_t s = 0; s < steps; ++s) out.push_back(step_ms(view, s));
     return out;
   }
+
+  // The tape's size (bytes; 0 until the first step_ms recorded it).
+  size_t tape_bytes() const { return tape_ ? tape_->bytes() : 0; }
+
+ private:
+  mutable std::shared_ptr<const Tape> tape_;  // recorded by the first step_ms
+  mutable TapeCosts costs_;                   // replay buffers, reused across step_ms calls
+  mutable std::vector<double> slots_;
 };
 
 // The job's template with `rows` DP rows instead of job.dp (no tables): what programs_of_graph

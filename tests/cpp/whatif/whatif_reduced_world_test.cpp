@@ -71,6 +71,46 @@ TEST_P(ReducedWorld, EqualsTheFullWorldForEveryDpRank) {
   }
 }
 
+// EngineWorld::step_ms records the engine's tape on its first call and replays it on every later
+// one: each replay, under another DP rank's view and another step, must be bit-equal (every
+// instruction's times, the makespan) to a fresh engine run with that view's clamped costs.
+TEST_P(ReducedWorld, TapeReplaysEqualFreshEngineRuns) {
+  analyze::TimerTrace t;
+  analyze::read_timer_trace(data(GetParam()), t);
+  int32_t first = t.ops.front().step;
+  for (const auto& op : t.ops) first = std::min(first, op.step);
+  const Job job = build_job(t, std::pair{first, first + 1});
+  std::vector<std::string> notes;
+  const Graph g = lift_graph(job, notes);
+  const EngineWorlds w = lift_worlds(job, g, notes, "test", false);
+  std::vector<double> mean(job.ops.size(), 0.0);
+  const int32_t dp = job.dp;
+  EXPECT_EQ(w.full->tape_bytes(), 0u);
+  for (int32_t d = 0; d < dp; ++d) {
+    const auto v = view(job, mean, [dp, d](int64_t j) { return j % dp == d ? j : int64_t{-1}; });
+    for (int32_t s = 0; s < 2; ++s) {
+      EngineResult replayed;
+      const double ms = w.full->step_ms(v, s, &replayed);
+      EXPECT_GT(w.full->tape_bytes(), 0u);
+      const NonNegative<decltype(v)> clamped{v};
+      const GraphCostModel<NonNegative<decltype(v)>> cost(w.full->gp, clamped, s);
+      const EngineResult fresh = engine::run_checked(w.full->topo, {PlatformKind::STRICT_TIMED, &cost});
+      ASSERT_TRUE(fresh.completed);
+      EXPECT_EQ(ms, fresh.makespan_ms) << "DP rank " << d << ", step " << s;
+      ASSERT_EQ(replayed.timing.size(), fresh.timing.size());
+      for (size_t p = 0; p < fresh.timing.size(); ++p) {
+        ASSERT_EQ(replayed.timing[p].size(), fresh.timing[p].size());
+        for (size_t i = 0; i < fresh.timing[p].size(); ++i) {
+          const InstrTiming& a = replayed.timing[p][i];
+          const InstrTiming& b = fresh.timing[p][i];
+          ASSERT_TRUE(a.issue_ms == b.issue_ms && a.ready_ms == b.ready_ms && a.start_ms == b.start_ms && a.end_ms == b.end_ms)
+              << "DP rank " << d << ", step " << s << ", program " << p << ", instruction " << i;
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Traces, ReducedWorld,
                          ::testing::Values("timeline-AR.json.gz", "timeline-ST.json.gz", "timeline-GEN6x3.json.gz"),
                          [](const ::testing::TestParamInfo<const char*>& p) {
