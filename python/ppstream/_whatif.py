@@ -24,7 +24,7 @@ import numpy as np
 
 from ppstream import _core
 
-PathLike = Union[str, "os.PathLike[str]"]
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
 # The artifact's table (its readme, "trace-<name>.parquet"): the columns read, by kind.
 INT_COLUMNS = ("dp_rank", "stage", "step", "seq_id", "mc", "mb_id")
@@ -89,10 +89,22 @@ def read_parquet_table(path: PathLike) -> dict[str, Any]:
     return out
 
 
+def _path(p: Any, name: str) -> str:
+    """A str, bytes or os.PathLike as a str (os.fsdecode); any other type is a TypeError naming `name`."""
+    if isinstance(p, (str, bytes, os.PathLike)):
+        return os.fsdecode(p)
+    raise TypeError(f"ppstream.whatif: {name}: expected a path (str, bytes or os.PathLike), not {type(p).__name__}")
+
+
 def _paths(paths: Union[PathLike, Iterable[PathLike]]) -> list[str]:
-    if isinstance(paths, (str, os.PathLike)):
-        return [os.fspath(paths)]
-    out = [os.fspath(p) for p in paths]
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        return [_path(paths, "paths")]
+    try:
+        items = list(paths)
+    except TypeError:
+        raise TypeError("ppstream.whatif: paths: expected a path (str, bytes or os.PathLike) or a list of paths, "
+                        f"not {type(paths).__name__}") from None
+    out = [_path(p, f"paths[{i}]") for i, p in enumerate(items)]
     if not out:
         raise ValueError("ppstream.whatif: no path given")
     return out
@@ -127,7 +139,7 @@ def whatif(paths: Union[PathLike, Iterable[PathLike]], reduce_grad: str | None =
         steps = (steps, steps)
     if progress is None:
         progress = sys.stderr.isatty()
-    args = dict(steps=steps, agg=agg, svg=os.fspath(svg) if svg else "", trace=os.fspath(trace) if trace else "",
+    args = dict(steps=steps, agg=agg, svg=_path(svg, "svg") if svg else "", trace=_path(trace, "trace") if trace else "",
                 progress=progress, reduce_grad=reduce_grad or "")
     tables = [p for p in ps if p.endswith(".parquet")]
     if tables and len(tables) != len(ps):

@@ -7,17 +7,16 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
 
 #include "commands.h"
 #include "config_args.h"
+#include "output_path.h"
 #include "ppstream/tune/tune.h"
 
 namespace ppstream::cli {
-namespace fs = std::filesystem;
 
 void register_tune(CLI::App& app, int& exit_code) {
   struct Args {
@@ -65,18 +64,7 @@ void register_tune(CLI::App& app, int& exit_code) {
     // (writing it would replace the user's config, comments and all, or a trace's config), and a
     // path a file can be written at.
     const auto check_apply = [&](const std::vector<std::string>& inputs) {
-      if (args->apply.empty()) return;
-      const fs::path out(args->apply);
-      std::error_code ec;
-      if (fs::is_directory(out, ec))
-        throw std::invalid_argument("tune --apply " + args->apply + ": is a directory; give the file to write");
-      const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
-      if (!fs::is_directory(dir, ec))
-        throw std::invalid_argument("tune --apply " + args->apply + ": no directory " + dir.string());
-      for (const std::string& in : inputs)
-        if (!in.empty() && fs::exists(out, ec) && fs::equivalent(out, in, ec))
-          throw std::invalid_argument("tune --apply " + args->apply + ": is " + in +
-                                      ", which the search reads; write the plan to another file");
+      if (!args->apply.empty()) check_output_path("tune --apply", args->apply, inputs, "the search");
     };
     std::vector<std::string> inputs = args->traces;
     if (!from_trace) inputs.push_back(args->config.path);

@@ -3,13 +3,16 @@
 // (docs/whatif.md).
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
 
 #include "commands.h"
+#include "output_path.h"
 #include "ppstream/whatif/whatif.h"
 
 namespace ppstream::cli {
@@ -29,8 +32,10 @@ std::pair<int32_t, int32_t> parse_steps(const std::string& s) {
 }
 
 void write_file(const std::string& path, const std::string& text) {
+  errno = 0;
   std::ofstream f(path);
-  if (!f || !(f << text)) throw std::runtime_error("whatif: cannot write " + path);
+  if (!f || !(f << text).flush())
+    throw std::runtime_error("whatif: cannot write " + path + ": " + std::strerror(errno == 0 ? EIO : errno));
 }
 
 }  // namespace
@@ -74,6 +79,9 @@ void register_whatif(CLI::App& app, int& exit_code) {
     opts.progress = [tty](int64_t done, int64_t total) {
       if (tty && total > 20) std::cerr << "\rwhatif: simulation " << done << "/" << total << (done == total ? "\n" : "") << std::flush;
     };
+    // The outputs before the analysis (which can take minutes): not an input, and writable.
+    if (!a->svg.empty()) check_output_path("whatif --svg", a->svg, a->paths);
+    if (!a->trace.empty()) check_output_path("whatif --trace", a->trace, a->paths);
     // ppstream's own trace (simulate --trace): the stream-program path; otherwise Megatron timelines.
     const std::optional<std::string> one = whatif::ppstream_trace_of(a->paths);
     const bool ours = one.has_value();

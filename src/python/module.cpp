@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <map>
 #include <optional>
 #include <string>
@@ -155,7 +156,13 @@ void bind_sim_analyze(py::module_& m) {
          const std::map<std::string, std::string>& overrides, const std::string& platform) {
         PipelineConfig cfg = load_config_file(path);
         apply_all(cfg, overrides);
-        return sim::simulate_json(cfg, reduce_grad, cluster, trials, seed, trace, svg, platform);
+        try {
+          return sim::simulate_json(cfg, reduce_grad, cluster, trials, seed, trace, svg, platform);
+        } catch (const sim::WriteError& e) {  // OSError (errno, its text, the path), as open() raises
+          errno = e.error();
+          PyErr_SetFromErrnoWithFilename(PyExc_OSError, e.path().c_str());
+          throw py::error_already_set();
+        }
       },
       py::arg("config_path"), py::arg("reduce_grad") = "", py::arg("cluster") = false, py::arg("trials") = 1,
       py::arg("seed") = py::none(), py::arg("trace") = "", py::arg("svg") = "",
@@ -163,7 +170,8 @@ void bind_sim_analyze(py::module_& m) {
       "Simulate one training step (docs/simulate.md): reduce_grad 'inline' | 'async' | 'both' | '' (the\n"
       "config's); cluster=True runs every PP replica of the world; trials>1 draws stragglers per seed;\n"
       "platform: the engine profile (ascend-mindspore, ascend-mindspore-one-comm-stream, cpu-serial).\n"
-      "Writes a Chrome trace / SVG when paths are given; returns the metrics JSON (str, times in ms).");
+      "Writes a Chrome trace / SVG when paths are given (OSError if it cannot); returns the metrics JSON\n"
+      "(str, times in ms).");
   m.def(
       "analyze",
       [](const std::vector<std::string>& paths, std::optional<int64_t> step) {

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <stdexcept>
 
@@ -23,11 +25,23 @@ std::string with_suffix(const std::string& path, const std::string& suffix) {
   return path.substr(0, dot) + "." + suffix + path.substr(dot);
 }
 
-void write_file(const std::string& path, const std::string& text) {
+// The errno of the failed open or write (EIO when the stream set none).
+[[noreturn]] void cannot_write(const std::string& path, const char* verb) {
+  const int err = errno == 0 ? EIO : errno;
+  throw WriteError(fmt::format("simulate: {} {}: {}", verb, path, std::strerror(err)), path, err);
+}
+
+std::ofstream open_output(const std::string& path) {
+  errno = 0;
   std::ofstream f(path);
-  if (!f) throw std::invalid_argument("simulate: cannot write " + path);
+  if (!f) cannot_write(path, "cannot write");
+  return f;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f = open_output(path);
   f << text;
-  if (!f) throw std::invalid_argument("simulate: error writing " + path);
+  if (!f.flush()) cannot_write(path, "error writing");
 }
 
 }  // namespace
@@ -102,12 +116,12 @@ void first_trial_outputs(const engine::Topology& topo, const EngineResult& run, 
   pr.metrics = compute_metrics(s, run, model, mo);
   pr.engine_events = run.events_processed;
   if (trace_path.empty()) return;
-  std::ofstream f(trace_path);
-  if (!f) throw std::invalid_argument("simulate: cannot write " + trace_path);
+  std::ofstream f = open_output(trace_path);
   const SimMetrics& m = pr.metrics;
   write_chrome_trace(f, s, run, model, drawn,
                      fmt::format(R"({{"policy":"{}","step_time_ms":{},"bubble_ratio":{},"reduce_exposed_ms":{}}})",
                                  to_string(pr.policy), m.step_time_ms, m.bubble_ratio, m.reduce_exposed_ms));
+  if (!f.flush()) cannot_write(trace_path, "error writing");
   write_file(trace_path + ".config.yaml", to_yaml(cfg));
 }
 

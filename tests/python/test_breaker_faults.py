@@ -74,3 +74,57 @@ def test_whatif_m_s_is_null_when_not_attributed(sim_trace):
     d = json.loads(run("whatif", sim_trace, "--json").stdout)
     assert d["attributed"] is False
     assert d["m_w"] is None and d["m_s"] is None
+
+
+# Second round (breaker2 faults 13-16): each test failed on 6e0203f.
+ST = ROOT / "tests" / "data" / "whatif" / "timeline-ST.json.gz"
+
+
+def test_simulate_unwritable_trace_or_svg_is_an_oserror_naming_the_path(tmp_path):
+    # As ppstream.whatif(svg=...): OSError with errno and filename, as open() raises.
+    import errno
+    import ppstream
+    missing = tmp_path / "no-such-dir" / "t.json"
+    with pytest.raises(OSError) as e:
+        ppstream.simulate(str(SMALL), trace=str(missing))
+    assert e.value.errno == errno.ENOENT and e.value.filename == str(missing)
+    with pytest.raises(IsADirectoryError) as e:
+        ppstream.simulate(str(SMALL), svg=str(tmp_path))
+    assert e.value.filename == str(tmp_path)
+    r = run("simulate", SMALL, "--trace", missing)
+    assert r.returncode == 2 and f"cannot write {missing}: No such file or directory" in r.stderr, r.stderr
+
+
+def test_whatif_checks_its_outputs_before_the_analysis(tmp_path):
+    # The input does not exist: an output checked first is what the error names.
+    for flag in ["--svg", "--trace"]:
+        r = run("whatif", tmp_path / "absent.json", flag, tmp_path / "no-such-dir" / "x")
+        assert r.returncode == 2 and f"whatif {flag}" in r.stderr and "no directory" in r.stderr, r.stderr
+    r = run("whatif", ST, "--svg", ST)
+    assert r.returncode == 2 and "which the command reads" in r.stderr, r.stderr
+
+
+def test_whatif_takes_bytes_and_pathlike_paths_and_names_a_wrong_type():
+    import ppstream
+    want = ppstream.whatif(str(ST), steps=23, progress=False)["slowdown"]
+    assert ppstream.whatif(os.fsencode(ST), steps=23, progress=False)["slowdown"] == want
+    assert ppstream.whatif([ST], steps=23, progress=False)["slowdown"] == want
+    with pytest.raises(TypeError, match=r"ppstream.whatif: paths: expected a path .* not int"):
+        ppstream.whatif(5)
+    with pytest.raises(TypeError, match=r"ppstream.whatif: paths\[1\]: expected a path .* not int"):
+        ppstream.whatif([ST, 5])
+
+
+def test_cli11_range_and_usage_errors_exit_2_with_their_message():
+    for args, message in [(["tune", SMALL, "--trials", "0"], "--trials: Value 0 not in range"),
+                          (["tune", SMALL, "--show", "0"], "--show: Value 0 not in range"),
+                          (["simulate", SMALL, "--bogus"], "--bogus"),
+                          (["whatif", ST, "--agg", "p95"], "--agg")]:
+        r = run(*args)
+        assert r.returncode == 2 and message in r.stderr, (args, r.returncode, r.stderr)
+    assert run("tune", "--help").returncode == 0
+
+
+def test_whatif_one_timeline_given_twice_says_so():
+    r = run("whatif", ST, ST)
+    assert r.returncode == 2 and f"{ST} is given twice" in r.stderr, r.stderr

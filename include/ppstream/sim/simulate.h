@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,20 @@
 #include "ppstream/sim/metrics.h"
 
 namespace ppstream::sim {
+
+// An output file (--trace, --svg) that cannot be written: what() is "simulate: cannot write PATH:
+// REASON" (strerror); path() and error() (the errno) let Python raise OSError as open() does.
+class WriteError : public std::runtime_error {
+ public:
+  WriteError(const std::string& what, std::string path, int error)
+      : std::runtime_error(what), path_(std::move(path)), error_(error) {}
+  const std::string& path() const { return path_; }
+  int error() const { return error_; }
+
+ private:
+  std::string path_;
+  int error_;
+};
 
 struct SimOptions {
   std::vector<ReducePolicy> policies;  // empty: the config's reduce_grad (inline | async)
@@ -83,7 +98,7 @@ std::string report_table(const SimReport& report);
 
 // For Python (bound in src/python/module.cpp): runs `simulate` and returns report_json.
 // reduce_grad: "inline" | "async" | "both" | "" (the config's); platform: a profile name
-// (parse_platform). Writes trace/SVG when paths are non-empty.
+// (parse_platform). Writes trace/SVG when paths are non-empty; throws WriteError if it cannot.
 std::string simulate_json(const PipelineConfig& cfg, const std::string& reduce_grad = "", bool cluster = false,
                           int32_t trials = 1, std::optional<uint64_t> seed = std::nullopt,
                           const std::string& trace_path = "", const std::string& svg_path = "",

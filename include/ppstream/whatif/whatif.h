@@ -140,7 +140,8 @@ struct WhatIfResult {
 
 // Runs the analysis. Throws LiftError on a trace it cannot lift (message located as above).
 WhatIfResult analyze(const analyze::TimerTrace& trace, const WhatIfOptions& opts = {});
-// Reads every path (read_timer_trace) and analyses them as one job.
+// Reads every path (read_timer_trace) and analyses them as one job; one file given twice (the
+// same canonical path) is an analyze::TraceError.
 WhatIfResult analyze_paths(const std::vector<std::string>& paths, const WhatIfOptions& opts = {});
 
 // ppstream's own traces (docs/whatif.md "Our traces").
