@@ -49,6 +49,14 @@ void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& par
   RawEvent ev;
   ev.index = index;
   ev.offset = offset;
+  if (read_flat_event(spec, text, ev)) {
+    // No host or link category (read_flat_event refuses those): only "ph" decides, as below.
+    if (ev.ph == 'X' || ev.ph == 'M') sink(ev);
+    return;
+  }
+  ev = RawEvent{};
+  ev.index = index;
+  ev.offset = offset;
   ond::document doc =
       parser.iterate(simdjson::padded_string_view(text.data(), text.size(), text.size() + JsonCursor::kPadding));
   ond::object obj = doc.get_object();
