@@ -45,15 +45,15 @@ void read_args(const ScanSpec& spec, ond::object args, RawArgs& a) {
 void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& parser, std::string_view text,
                  uint64_t offset, size_t index, const std::function<void(const RawEvent&)>& sink) {
   static_assert(JsonCursor::kPadding >= simdjson::SIMDJSON_PADDING);
-  if (dropped_by_leading_keys(spec, text)) return;
   RawEvent ev;
   ev.index = index;
   ev.offset = offset;
-  if (read_flat_event(spec, text, ev)) {
+  if (read_flat_event(spec, text, ev) == text.size()) {
     // No host or link category (read_flat_event refuses those): only "ph" decides, as below.
     if (ev.ph == 'X' || ev.ph == 'M') sink(ev);
     return;
   }
+  if (dropped_by_leading_keys(spec, text)) return;
   ev = RawEvent{};
   ev.index = index;
   ev.offset = offset;
@@ -154,11 +154,21 @@ struct Scan {
       const int c = cur.peek();
       if (c < 0) throw JsonCut{at};
       if (c != '{') fail(at, fmt::format("event #{}: expected an event object", index));
-      const std::string_view event = cur.take_value_view(text);
-      try {
-        parse_event(path, spec, parser, event, at, index, sink);
-      } catch (const simdjson::simdjson_error& e) {
-        fail(at, fmt::format("event #{}: malformed JSON ({}); expected a Chrome trace event", index, e.what()));
+      RawEvent ev;
+      ev.index = index;
+      ev.offset = at;
+      if (const size_t n = read_flat_event(spec, cur.chunk_rest(), ev)) {
+        // Read in place (event_fast_path.h); no host or link category: only "ph" decides, as in
+        // parse_event.
+        cur.skip(n);
+        if (ev.ph == 'X' || ev.ph == 'M') sink(ev);
+      } else {
+        const std::string_view event = cur.take_value_view(text);
+        try {
+          parse_event(path, spec, parser, event, at, index, sink);
+        } catch (const simdjson::simdjson_error& e) {
+          fail(at, fmt::format("event #{}: malformed JSON ({}); expected a Chrome trace event", index, e.what()));
+        }
       }
       ++index;
     } while (next_or_close(']', [&] { return fmt::format("event #{}", index - 1); }));

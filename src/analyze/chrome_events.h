@@ -38,6 +38,30 @@ struct ScanSpec {
   std::vector<std::string_view> host_categories, kept_prefixes, link_categories;
   std::optional<ArgKey> link;
   std::vector<std::string_view> top_keys;  // top-level values handed over as JSON text
+
+  // The first of `args` with this key (as the full parse matches them), nullptr when none; by
+  // the index index_args() builds, else by a linear search.
+  const ArgKey* find_arg(std::string_view key) const {
+    if (arg_index_.empty()) {
+      for (const ArgKey& k : args)
+        if (k.key == key) return &k;
+      return nullptr;
+    }
+    for (uint8_t i : arg_index_[bucket(key)])
+      if (args[i].key == key) return &args[i];
+    return nullptr;
+  }
+  // Builds find_arg's index (call once `args` is complete; at most 256 keys).
+  void index_args() {
+    arg_index_.assign(64, {});
+    for (size_t i = 0; i < args.size() && i < 256; ++i) arg_index_[bucket(args[i].key)].push_back(static_cast<uint8_t>(i));
+  }
+
+ private:
+  static size_t bucket(std::string_view key) {
+    return key.empty() ? 0 : (key.size() * 7 + static_cast<unsigned char>(key.front()) + static_cast<unsigned char>(key.back())) & 63;
+  }
+  std::vector<std::vector<uint8_t>> arg_index_;  // bucket → indices into args, in order
 };
 
 struct RawArgs {

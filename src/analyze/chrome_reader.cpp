@@ -219,6 +219,7 @@ const ScanSpec& chrome_scan_spec() {
       std::sort(list->begin(), list->end());
       list->erase(std::unique(list->begin(), list->end()), list->end());
     }
+    s.index_args();
     return s;
   }();
   return spec;

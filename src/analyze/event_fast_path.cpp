@@ -2,9 +2,9 @@
 #include "event_fast_path.h"
 
 #include <algorithm>
+#include <cstring>
+#include <limits>
 #include <optional>
-
-#include "json_input.h"
 
 namespace ppstream::analyze::detail {
 
@@ -57,6 +57,15 @@ bool dropped_by_leading_keys(const ScanSpec& spec, std::string_view t) {
 namespace ppstream::analyze::detail {
 namespace {
 
+// Bytes a plain string holds as they are: printable ASCII but the quote and the backslash.
+struct PlainBytes {
+  bool ok[256] = {};
+  constexpr PlainBytes() {
+    for (int c = 0x20; c < 0x80; ++c) ok[c] = c != '"' && c != '\\';
+  }
+};
+constexpr PlainBytes kPlain;
+
 // A cursor over one event's text for read_flat_event: every step returns false on anything it
 // does not accept, and the caller then hands the event to the full parse.
 struct FlatCursor {
@@ -77,63 +86,72 @@ struct FlatCursor {
     ws();
     if (p >= t.size() || t[p] != '"') return false;
     const size_t start = ++p;
-    while (p < t.size()) {
-      const auto c = static_cast<unsigned char>(t[p]);
-      if (c == '"') {
-        out = t.substr(start, p - start);
-        ++p;
-        return true;
-      }
-      if (c == '\\' || c < 0x20 || c >= 0x80) return false;
-      ++p;
-    }
-    return false;
+    while (p < t.size() && kPlain.ok[static_cast<unsigned char>(t[p])]) ++p;
+    if (p >= t.size() || t[p] != '"') return false;
+    out = t.substr(start, p - start);
+    ++p;
+    return true;
   }
-  // A JSON number token: -?(0|[1-9][0-9]*)(.[0-9]+)? (no exponent); `integral` when it has no
-  // fraction. At most 18 integer digits, so an integral one fits int64.
-  bool number(std::string_view& out, bool& integral) {
+  // A JSON number token: -?(0|[1-9][0-9]*)(.[0-9]+)? (no exponent), at most 18 integer digits:
+  // its sign, integer part and fraction digits.
+  struct Number {
+    bool neg = false;
+    int64_t whole = 0;
+    std::string_view frac;  // empty: an integer
+  };
+  bool number(Number& n) {
     ws();
-    const size_t start = p;
-    if (p < t.size() && t[p] == '-') ++p;
+    n.neg = p < t.size() && t[p] == '-';
+    if (n.neg) ++p;
     const size_t digits = p;
     while (p < t.size() && t[p] >= '0' && t[p] <= '9') ++p;
-    const size_t n = p - digits;
-    if (n == 0 || n > 18 || (n > 1 && t[digits] == '0')) return false;
-    integral = true;
+    const size_t len = p - digits;
+    if (len == 0 || len > 18 || (len > 1 && t[digits] == '0')) return false;
+    n.whole = 0;
+    for (size_t i = digits; i < p; ++i) n.whole = n.whole * 10 + (t[i] - '0');
+    n.frac = {};
     if (p < t.size() && t[p] == '.') {
       const size_t frac = ++p;
       while (p < t.size() && t[p] >= '0' && t[p] <= '9') ++p;
       if (p == frac) return false;
-      integral = false;
+      n.frac = t.substr(frac, p - frac);
     }
-    if (p < t.size() && (t[p] == 'e' || t[p] == 'E')) return false;
-    out = t.substr(start, p - start);
-    return true;
+    return p >= t.size() || (t[p] != 'e' && t[p] != 'E');
   }
   bool integer(int64_t& out) {
-    std::string_view tok;
-    bool integral = false;
-    if (!number(tok, integral) || !integral) return false;
-    const bool neg = tok.front() == '-';
-    int64_t v = 0;
-    for (char c : tok.substr(neg ? 1 : 0)) v = v * 10 + (c - '0');
-    out = neg ? -v : v;
+    Number n;
+    if (!number(n) || !n.frac.empty()) return false;
+    out = n.neg ? -n.whole : n.whole;
+    return true;
+  }
+  // µs → ns as parse_us_to_ns (json_input.h) rounds: three decimals, half up on the fourth, the
+  // rest ignored. False where parse_us_to_ns gives no value (the full parse names the key).
+  bool us_ns(int64_t& out) {
+    Number n;
+    if (!number(n) || n.whole > (std::numeric_limits<int64_t>::max() - 1000) / 1000) return false;
+    int64_t frac = 0;
+    for (size_t i = 0; i < 3; ++i) frac = frac * 10 + (i < n.frac.size() ? n.frac[i] - '0' : 0);
+    if (n.frac.size() > 3 && n.frac[3] >= '5') ++frac;
+    const int64_t ns = n.whole * 1000 + frac;
+    out = n.neg ? -ns : ns;
     return true;
   }
   // A value no field reads: a plain string, a number, true, false or null.
   bool scalar() {
     ws();
     if (p >= t.size()) return false;
-    std::string_view s;
-    bool integral = false;
-    if (t[p] == '"') return plain_string(s);
+    if (t[p] == '"') {
+      std::string_view s;
+      return plain_string(s);
+    }
     for (std::string_view word : {"true", "false", "null"}) {
       if (t.substr(p).starts_with(word)) {
         p += word.size();
         return true;
       }
     }
-    return number(s, integral);
+    Number n;
+    return number(n);
   }
   // After a member: ',' (true) or the object's '}' (false, `closed` set).
   bool next(bool& closed) {
@@ -148,6 +166,12 @@ struct FlatCursor {
   }
 };
 
+// key == word, with a compare of the word's fixed length (no memcmp call).
+template <size_t N>
+bool is(std::string_view key, const char (&word)[N]) {
+  return key.size() == N - 1 && std::memcmp(key.data(), word, N - 1) == 0;
+}
+
 bool read_flat_args(const ScanSpec& spec, FlatCursor& c, RawArgs& a) {
   if (!c.eat('{')) return false;
   c.ws();
@@ -159,12 +183,12 @@ bool read_flat_args(const ScanSpec& spec, FlatCursor& c, RawArgs& a) {
   do {
     std::string_view key;
     if (!c.plain_string(key) || !c.eat(':')) return false;
-    if (key == "name") {
+    if (is(key, "name")) {
       if (!c.plain_string(a.meta_name)) return false;
       continue;
     }
-    const auto k = std::find_if(spec.args.begin(), spec.args.end(), [&](const ArgKey& x) { return x.key == key; });
-    if (k == spec.args.end()) {
+    const ArgKey* k = spec.find_arg(key);
+    if (!k) {
       if (!c.scalar()) return false;
     } else if (k->type == ArgKey::STRING) {
       if (!c.plain_string(a.str[k->slot])) return false;
@@ -179,9 +203,9 @@ bool read_flat_args(const ScanSpec& spec, FlatCursor& c, RawArgs& a) {
 
 }  // namespace
 
-bool read_flat_event(const ScanSpec& spec, std::string_view text, RawEvent& ev) {
+size_t read_flat_event(const ScanSpec& spec, std::string_view text, RawEvent& ev) {
   FlatCursor c{text};
-  if (!c.eat('{')) return false;
+  if (!c.eat('{')) return 0;
   enum : unsigned { NAME = 1, CAT = 2, PH = 4, PID = 8, TID = 16, TS = 32, DUR = 64, ARGS = 128 };
   unsigned seen = 0;
   const auto once = [&](unsigned bit) {
@@ -192,33 +216,31 @@ bool read_flat_event(const ScanSpec& spec, std::string_view text, RawEvent& ev) 
   bool closed = false;
   do {
     std::string_view key, v;
-    if (!c.plain_string(key) || !c.eat(':')) return false;
-    if (key == "name") {
-      if (!once(NAME) || !c.plain_string(ev.name)) return false;
-    } else if (key == "cat") {
-      if (!once(CAT) || !c.plain_string(ev.cat)) return false;
-      if (listed(spec.host_categories, ev.cat) || (spec.link && listed(spec.link_categories, ev.cat))) return false;
-    } else if (key == "ph") {
-      if (!once(PH) || !c.plain_string(v)) return false;
+    if (!c.plain_string(key) || !c.eat(':')) return 0;
+    int64_t n = 0;
+    if (is(key, "name")) {
+      if (!once(NAME) || !c.plain_string(ev.name)) return 0;
+    } else if (is(key, "ts") || is(key, "dur")) {
+      const bool ts = key.size() == 2;
+      if (!once(ts ? TS : DUR) || !c.us_ns(n)) return 0;
+      (ts ? ev.ts_ns : ev.dur_ns) = n;
+    } else if (is(key, "pid") || is(key, "tid")) {
+      const bool pid = key[0] == 'p';
+      if (!once(pid ? PID : TID) || !c.integer(n)) return 0;
+      (pid ? ev.pid : ev.tid) = n;
+    } else if (is(key, "ph")) {
+      if (!once(PH) || !c.plain_string(v)) return 0;
       ev.ph = v.empty() ? '?' : v.front();
-    } else if (key == "pid" || key == "tid") {
-      int64_t n = 0;
-      if (!once(key == "pid" ? PID : TID) || !c.integer(n)) return false;
-      (key == "pid" ? ev.pid : ev.tid) = n;
-    } else if (key == "ts" || key == "dur") {
-      bool integral = false;
-      if (!once(key == "ts" ? TS : DUR) || !c.number(v, integral)) return false;
-      const auto ns = parse_us_to_ns(v);
-      if (!ns) return false;  // the full parse names the key
-      (key == "ts" ? ev.ts_ns : ev.dur_ns) = ns;
-    } else if (key == "args") {
-      if (!once(ARGS) || !read_flat_args(spec, c, ev.args)) return false;
+    } else if (is(key, "args")) {
+      if (!once(ARGS) || !read_flat_args(spec, c, ev.args)) return 0;
+    } else if (is(key, "cat")) {
+      if (!once(CAT) || !c.plain_string(ev.cat)) return 0;
+      if (listed(spec.host_categories, ev.cat) || (spec.link && listed(spec.link_categories, ev.cat))) return 0;
     } else if (!c.scalar()) {
-      return false;
+      return 0;
     }
   } while (c.next(closed));
-  c.ws();
-  return closed && c.p == text.size();
+  return closed ? c.p : 0;
 }
 
 }  // namespace ppstream::analyze::detail

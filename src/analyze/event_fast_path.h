@@ -26,16 +26,17 @@ inline bool kept_name(const ScanSpec& spec, std::string_view name) {
 // first, an escape, a number, device work, launches): the full parse decides, and names errors.
 bool dropped_by_leading_keys(const ScanSpec& spec, std::string_view text);
 
-// `text` is one event object. True when it is a flat event this parser reads exactly as the full
-// parse (parse_event) would, and then `ev` holds every field the full parse would fill: keys
-// without escapes, each top-level key at most once; "name", "cat", "ph" plain strings (ASCII, no
-// escapes); "pid", "tid" integer numbers; "ts", "dur" decimal numbers (no exponent); "args" an
-// object whose values are plain strings or numbers (a key of `spec.args` as its type asks: a
-// string or an integer number; its "name" a string); any other key a plain string, number, true,
-// false or null. Its category must be no host or link category of `spec` (those have rules that
-// depend on key order). False for anything else (`ev` then is partly filled and must be reset):
-// the full parse decides and names the errors. A Megatron timer event (docs/whatif.md "Input")
-// is such an event: no simdjson document is made for it.
-bool read_flat_event(const ScanSpec& spec, std::string_view text, RawEvent& ev);
+// `text` starts with one event object (more may follow it). Its length when it is a flat event
+// this parser reads exactly as the full parse (parse_event) would, and then `ev` holds every
+// field the full parse would fill: keys without escapes, each top-level key at most once; "name",
+// "cat", "ph" plain strings (ASCII, no escapes); "pid", "tid" integer numbers; "ts", "dur" decimal
+// numbers (no exponent); "args" an object whose values are plain strings or numbers (a key of
+// `spec.args` as its type asks: a string or an integer number; its "name" a string); any other
+// key a plain string, number, true, false or null. Its category must be no host or link category
+// of `spec` (those have rules that depend on key order). 0 for anything else, and for an object
+// `text` cuts (`ev` then is partly filled and must be reset): the full parse decides and names
+// the errors. A Megatron timer event (docs/whatif.md "Input") is such an event: no simdjson
+// document is made for it, and the scanner reads it straight from the cursor's chunk.
+size_t read_flat_event(const ScanSpec& spec, std::string_view text, RawEvent& ev);
 
 }  // namespace ppstream::analyze::detail

@@ -40,6 +40,12 @@ class JsonCursor {
   // it, as simdjson needs), else of `spill`, which then holds the value with that padding.
   std::string_view take_value_view(std::string& spill);
   static constexpr size_t kPadding = 64;  // >= simdjson::SIMDJSON_PADDING (checked where it is used)
+  // The bytes of the current chunk from the next one on (empty at the end of the file): a reader
+  // that finds a value's end itself (read_flat_event) reads the value there and consumes it with
+  // skip(n) — no copy and no second pass over its bytes; a value the chunk cuts is left to
+  // take_value_view.
+  std::string_view chunk_rest() { return fill() ? std::string_view(buf_.data() + pos_, end_ - pos_) : std::string_view{}; }
+  void skip(size_t n) { pos_ += n; }
   // Consumes a string token and returns its raw text between the quotes (escapes as written).
   std::string take_string();
 

@@ -1,13 +1,18 @@
 // The scanner's fast path (chrome_events.cpp dropped_by_leading_keys): events whose leading keys
 // are "ph", "cat", "name" are dropped or kept from those alone, with the same result as the full
 // parse that events with other key orders take.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "analyze/chrome_reader.h"
+#include "analyze/event_fast_path.h"
 #include "ppstream/analyze/analyze.h"
+#include "ppstream/analyze/megatron.h"
 #include "ppstream/analyze/readers.h"
 #include "util.h"
 
@@ -79,6 +84,117 @@ TEST(AnalyzeFastPath, LeadingKeysDecideAsTheFullParse) {
     reports.push_back(text);
   }
   EXPECT_EQ(reports[0], reports[1]);
+}
+
+// The flat-event path (event_fast_path.h read_flat_event): Megatron timer events are read without
+// a simdjson document, with the same result as the full parse. Each event below is written twice:
+// as it is (the flat path) and with a trailing array member, which the flat path refuses and no
+// reader reads (the full parse).
+const std::vector<std::string> kTimerEvents = {
+    R"("name": "thread_name", "ph": "M", "pid": 0, "tid": 3, "args": {"name": "PP rank 0, TP rank 0, compute"})",
+    R"("name":"thread_name","ph":"M","pid":1,"tid":3,"args":{"name":"PP rank 1, TP rank 0, compute"})",
+    R"("name": "thread_sort_index", "ph": "M", "pid": 0, "tid": 3, "args": {"sort_index": 3})",
+    R"("name": "process_name", "ph": "M", "pid": 0, "args": {"name": "DP rank [0]"})",
+    R"("name":"forward-compute","cat":"forward-compute","pid":0,"tid":3,"ts":2688330.4119110107,"dur":854347.6462364197,"ph":"X","args":{"step":16,"model_chunk":0,"mb_id":0,"seq_id":0})",
+    R"({ "ph" : "X" , "name" : "forward-compute" , "pid" : 1 , "tid" : 3 , "ts" : 12 , "dur" : 0.0005 , "args" : { "seq_id" : 0 , "step" : 16 , "model_chunk" : -1 , "mb_id" : 2 , "other" : 1.5 } })",
+    R"("name": "backward-compute", "ph": "X", "pid": 0, "tid": 3, "ts": -0.0015, "dur": 7.9995, "s": "t", "id": null, "args": {"step": 16, "seq_id": 1, "mb_id": -1, "note": "x", "flag": true})",
+    R"("name": "backward-compute", "ph": "X", "pid": 1, "tid": 3, "ts": 100.25, "dur": 3, "args": {"step": 16, "seq_id": 1})",
+    R"("name": "gc", "ph": "X", "pid": 0, "tid": 3, "ts": 200, "dur": 1, "args": {})",
+    R"("name": "an instant", "ph": "i", "pid": 0, "tid": 3, "ts": 5, "args": {"step": 16, "seq_id": 9})",
+};
+
+std::string timer_trace(const std::vector<std::string>& members, bool full_parse) {
+  std::string t = "[";
+  for (size_t i = 0; i < members.size(); ++i) {
+    std::string m = members[i];
+    if (m.front() == '{') m = m.substr(1, m.size() - 2);  // written with its own braces
+    t += (i ? ",\n{" : "{") + m + (full_parse ? R"(, "zz": [0])" : "") + "}";
+  }
+  return t + "]";
+}
+
+TEST(AnalyzeFastPath, FlatEventsAreReadWithoutADocument) {
+  for (const std::string& m : kTimerEvents) {
+    const std::string text = m.front() == '{' ? m : "{" + m + "}";
+    detail::RawEvent ev;
+    EXPECT_EQ(detail::read_flat_event(detail::chrome_scan_spec(), text, ev), text.size()) << text;
+    ev = {};
+    EXPECT_EQ(detail::read_flat_event(detail::chrome_scan_spec(), text + ",\n{}", ev), text.size()) << text;
+    ev = {};
+    EXPECT_EQ(detail::read_flat_event(detail::chrome_scan_spec(), text.substr(0, text.size() - 1), ev), 0u) << text;
+    const std::string forced = timer_trace({m}, true);
+    EXPECT_EQ(detail::read_flat_event(detail::chrome_scan_spec(), forced.substr(1, forced.size() - 2), ev), 0u);
+  }
+  detail::RawEvent ev;
+  for (const char* refused : {R"({"name": "n\u0061", "ph": "X"})", R"({"ph": "X", "ph": "M"})",
+                              R"({"ph": "X", "ts": 1e3})", R"({"ph": "X", "pid": 01})", R"({"ph": "X", "pid": 1.0})",
+                              R"({"ph": "X", "ts": "12"})", R"({"ph": "X", "args": {"step": "3"}})",
+                              R"({"ph": "X", "cat": "cpu_op"})", R"({"ph": "X", "name": "é"})", R"({"ph": "X",})",
+                              R"({"ph": "X", "ts": 1.})", R"({"ph": "X", "pid": 1234567890123456789})", "{}"})
+    EXPECT_EQ(detail::read_flat_event(detail::chrome_scan_spec(), refused, ev), 0u) << refused;
+}
+
+TEST(AnalyzeFastPath, FlatTimerEventsReadAsTheFullParse) {
+  const auto dir = testing::temp_dir("flat_events");
+  TimerTrace t[2];
+  for (bool full : {false, true}) {
+    read_timer_trace(testing::write_file(dir / (full ? "b" : "a") / "t.json", timer_trace(kTimerEvents, full)), t[full]);
+  }
+  ASSERT_EQ(t[0].ops.size(), 4u);
+  ASSERT_EQ(t[1].ops.size(), t[0].ops.size());
+  for (size_t i = 0; i < t[0].ops.size(); ++i) {
+    const TimerOp &a = t[0].ops[i], &b = t[1].ops[i];
+    EXPECT_EQ(std::tie(a.start_ns, a.dur_ns, a.step, a.dp_rank, a.pp_rank, a.tp_rank, a.chunk, a.mb, a.seq, a.tid),
+              std::tie(b.start_ns, b.dur_ns, b.step, b.dp_rank, b.pp_rank, b.tp_rank, b.chunk, b.mb, b.seq, b.tid))
+        << "op " << i;
+    EXPECT_EQ(t[0].strings.str(a.name), t[1].strings.str(b.name));
+    EXPECT_EQ(a.lane, b.lane);
+  }
+  EXPECT_EQ(t[0].ops[0].start_ns, 2'688'330'412);  // µs decimals rounded on the 4th, as everywhere
+  EXPECT_EQ(t[0].ops[1].dur_ns, 1);
+  EXPECT_EQ(t[0].ops[2].start_ns, -2);
+  EXPECT_EQ(t[0].ops[2].mb, -1);
+  EXPECT_EQ(t[0].declared_workers.size(), 2u);
+  EXPECT_EQ(t[0].declared_workers.size(), t[1].declared_workers.size());
+  ASSERT_EQ(t[0].notes.size(), 1u);  // the gc op without step / seq_id
+  ASSERT_EQ(t[1].notes.size(), 1u);
+  EXPECT_NE(t[0].notes[0].find(": 1 complete events are no timer op"), std::string::npos) << t[0].notes[0];
+}
+
+// A bad last event: the same located error on both paths (the flat path leaves it to the full
+// parse, or reads what the full parse reads and the mapper refuses it).
+TEST(AnalyzeFastPath, FlatTimerEventErrorsAreTheFullParses) {
+  const std::vector<std::string> bad = {
+      R"("name": "forward-compute", "ph": "X", "pid": 0, "tid": 3, "ts": 1, "dur": 1, "args": {"step": -2, "seq_id": 0})",
+      R"("name": "forward-compute", "ph": "X", "pid": 0, "tid": 3, "ts": 1, "dur": 1, "args": {"step": 2147483648, "seq_id": 0})",
+      R"("name": "forward-compute", "ph": "X", "pid": -1, "tid": 3, "ts": 1, "dur": 1, "args": {"step": 1, "seq_id": 0})",
+      R"("name": "forward-compute", "ph": "X", "pid": 0, "tid": 3, "dur": 1, "args": {"step": 1, "seq_id": 0})",
+      R"("name": "forward-compute", "ph": "X", "pid": 0, "tid": 3, "ts": 1, "dur": -1, "args": {"step": 1, "seq_id": 0})",
+      R"("name": "forward-compute", "ph": "X", "pid": 0, "tid": 3, "ts": 1.2.3, "dur": 1, "args": {"step": 1, "seq_id": 0})",
+      R"("name": "forward-compute", "ph": "X", "pid": 0, "tid": 4, "ts": 1, "dur": 1, "args": {"step": 1, "seq_id": 0})",
+  };
+  const auto dir = testing::temp_dir("flat_errors");
+  for (size_t i = 0; i < bad.size(); ++i) {
+    std::string msg[2];
+    for (bool full : {false, true}) {
+      std::vector<std::string> evs(kTimerEvents.begin(), kTimerEvents.begin() + 5);
+      const std::string good = timer_trace(evs, false);
+      const std::string last = timer_trace({bad[i]}, full);
+      const auto path = testing::write_file(dir / fmt::format("{}{}", i, full ? "b" : "a") / "t.json",
+                                            good.substr(0, good.size() - 1) + ",\n" + last.substr(1));
+      TimerTrace t;
+      try {
+        read_timer_trace(path, t);
+        ADD_FAILURE() << "no error for " << bad[i];
+      } catch (const TraceError& e) {
+        msg[full] = e.what();
+        const auto at = msg[full].find(path);
+        if (at != std::string::npos) msg[full].replace(at, path.size(), "FILE");
+      }
+    }
+    EXPECT_EQ(msg[0], msg[1]) << bad[i];
+    EXPECT_NE(msg[0].find("FILE: byte "), std::string::npos) << msg[0];
+  }
 }
 
 }  // namespace
