@@ -45,16 +45,18 @@ void read_args(const ScanSpec& spec, ond::object args, RawArgs& a) {
 void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& parser, std::string_view text,
                  uint64_t offset, size_t index, const std::function<void(const RawEvent&)>& sink) {
   static_assert(JsonCursor::kPadding >= simdjson::SIMDJSON_PADDING);
-  RawEvent ev;
-  ev.index = index;
-  ev.offset = offset;
-  if (read_flat_event(spec, text, ev) == text.size()) {
-    // No host or link category (read_flat_event refuses those): only "ph" decides, as below.
-    if (ev.ph == 'X' || ev.ph == 'M') sink(ev);
-    return;
+  if (spec.flat_events) {  // (an event the chunk cut: Scan::events read the others in place)
+    RawEvent flat;
+    flat.index = index;
+    flat.offset = offset;
+    if (read_flat_event(spec, text, flat) == text.size()) {
+      // No host or link category (read_flat_event refuses those): only "ph" decides, as below.
+      if (flat.ph == 'X' || flat.ph == 'M') sink(flat);
+      return;
+    }
   }
   if (dropped_by_leading_keys(spec, text)) return;
-  ev = RawEvent{};
+  RawEvent ev;
   ev.index = index;
   ev.offset = offset;
   ond::document doc =
@@ -140,6 +142,20 @@ struct Scan {
     fail(cur.offset() - 1, fmt::format("'{}' after {}; expected ',' or '{}'", static_cast<char>(c), after(), close));
   }
 
+  // A flat event (event_fast_path.h) read in place from the cursor's chunk and consumed; false
+  // (nothing consumed) for any other, and for one the chunk cuts. No host or link category
+  // reaches here: only "ph" decides, as in parse_event.
+  bool flat_event_in_place(uint64_t at) {
+    RawEvent ev;
+    ev.index = index;
+    ev.offset = at;
+    const size_t n = read_flat_event(spec, cur.chunk_rest(), ev);
+    if (n == 0) return false;
+    cur.skip(n);
+    if (ev.ph == 'X' || ev.ph == 'M') sink(ev);
+    return true;
+  }
+
   // traceEvents (the cursor is on its '['): every event, one at a time.
   void events() {
     cur.advance();
@@ -154,15 +170,7 @@ struct Scan {
       const int c = cur.peek();
       if (c < 0) throw JsonCut{at};
       if (c != '{') fail(at, fmt::format("event #{}: expected an event object", index));
-      RawEvent ev;
-      ev.index = index;
-      ev.offset = at;
-      if (const size_t n = read_flat_event(spec, cur.chunk_rest(), ev)) {
-        // Read in place (event_fast_path.h); no host or link category: only "ph" decides, as in
-        // parse_event.
-        cur.skip(n);
-        if (ev.ph == 'X' || ev.ph == 'M') sink(ev);
-      } else {
+      if (!spec.flat_events || !flat_event_in_place(at)) {
         const std::string_view event = cur.take_value_view(text);
         try {
           parse_event(path, spec, parser, event, at, index, sink);

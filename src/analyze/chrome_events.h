@@ -38,6 +38,10 @@ struct ScanSpec {
   std::vector<std::string_view> host_categories, kept_prefixes, link_categories;
   std::optional<ArgKey> link;
   std::vector<std::string_view> top_keys;  // top-level values handed over as JSON text
+  // Try read_flat_event (event_fast_path.h) on every event before the full parse: for files made
+  // of flat events (Megatron timer traces), where it replaces simdjson; off for the others, whose
+  // device events (nested args, long names) it would mostly read in part and then hand over.
+  bool flat_events = false;
 
   // The first of `args` with this key (as the full parse matches them), nullptr when none; by
   // the index index_args() builds, else by a linear search.

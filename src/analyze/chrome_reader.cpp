@@ -225,6 +225,15 @@ const ScanSpec& chrome_scan_spec() {
   return spec;
 }
 
+const ScanSpec& timer_scan_spec() {
+  static const ScanSpec spec = [] {
+    ScanSpec s = chrome_scan_spec();
+    s.flat_events = true;
+    return s;
+  }();
+  return spec;
+}
+
 void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOptions& opts) {
   PPStreamMeta meta;
   KinetoTop top;  // Kineto distributedInfo.rank, baseTimeNanoseconds

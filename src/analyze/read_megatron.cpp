@@ -15,7 +15,7 @@ void read_timer_trace(const std::string& path, TimerTrace& out) {
   const size_t first = out.ops.size();  // this file's ops go straight into `out` (no copy)
   size_t seen = 0, other = 0;
   detail::scan_chrome(
-      path, detail::chrome_scan_spec(),
+      path, detail::timer_scan_spec(),
       [&](const detail::RawEvent& ev) {
         ++seen;
         if (ev.ph == 'M') {

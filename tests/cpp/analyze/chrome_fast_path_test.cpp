@@ -117,13 +117,13 @@ TEST(AnalyzeFastPath, FlatEventsAreReadWithoutADocument) {
   for (const std::string& m : kTimerEvents) {
     const std::string text = m.front() == '{' ? m : "{" + m + "}";
     detail::RawEvent ev;
-    EXPECT_EQ(detail::read_flat_event(detail::chrome_scan_spec(), text, ev), text.size()) << text;
+    EXPECT_EQ(detail::read_flat_event(detail::timer_scan_spec(), text, ev), text.size()) << text;
     ev = {};
-    EXPECT_EQ(detail::read_flat_event(detail::chrome_scan_spec(), text + ",\n{}", ev), text.size()) << text;
+    EXPECT_EQ(detail::read_flat_event(detail::timer_scan_spec(), text + ",\n{}", ev), text.size()) << text;
     ev = {};
-    EXPECT_EQ(detail::read_flat_event(detail::chrome_scan_spec(), text.substr(0, text.size() - 1), ev), 0u) << text;
+    EXPECT_EQ(detail::read_flat_event(detail::timer_scan_spec(), text.substr(0, text.size() - 1), ev), 0u) << text;
     const std::string forced = timer_trace({m}, true);
-    EXPECT_EQ(detail::read_flat_event(detail::chrome_scan_spec(), forced.substr(1, forced.size() - 2), ev), 0u);
+    EXPECT_EQ(detail::read_flat_event(detail::timer_scan_spec(), forced.substr(1, forced.size() - 2), ev), 0u);
   }
   detail::RawEvent ev;
   for (const char* refused : {R"({"name": "n\u0061", "ph": "X"})", R"({"ph": "X", "ph": "M"})",
@@ -131,7 +131,7 @@ TEST(AnalyzeFastPath, FlatEventsAreReadWithoutADocument) {
                               R"({"ph": "X", "ts": "12"})", R"({"ph": "X", "args": {"step": "3"}})",
                               R"({"ph": "X", "cat": "cpu_op"})", R"({"ph": "X", "name": "é"})", R"({"ph": "X",})",
                               R"({"ph": "X", "ts": 1.})", R"({"ph": "X", "pid": 1234567890123456789})", "{}"})
-    EXPECT_EQ(detail::read_flat_event(detail::chrome_scan_spec(), refused, ev), 0u) << refused;
+    EXPECT_EQ(detail::read_flat_event(detail::timer_scan_spec(), refused, ev), 0u) << refused;
 }
 
 TEST(AnalyzeFastPath, FlatTimerEventsReadAsTheFullParse) {
