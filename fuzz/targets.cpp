@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "ppstream/analyze/analyze.h"
+#include "ppstream/analyze/megatron.h"
 #include "ppstream/analyze/readers.h"
 #include "ppstream/analyze/timeline.h"
 #include "ppstream/config/config.h"
@@ -198,10 +199,41 @@ std::string gzip(std::string_view data) {
   return out;
 }
 
-// Chrome-trace JSON: Kineto, Ascend trace_view and ppstream's own trace share this reader.
+// The Megatron timer reader with the flat-event reader and with the full parse only: the same
+// error text, or the same ops, notes and declared workers (docs/whatif.md "Benchmark").
+Check timer_readers_agree(const fs::path& path) {
+  const auto read = [&](bool flat) {
+    std::string out;
+    try {
+      analyze::TimerTrace t;
+      analyze::read_timer_trace(path.string(), t, flat);
+      for (const auto& op : t.ops) {
+        out += std::to_string(op.start_ns) + ' ' + std::to_string(op.dur_ns) + ' ' + std::to_string(op.offset) + ' ' +
+               std::to_string(op.step) + ' ' + std::to_string(op.dp_rank) + ' ' + std::to_string(op.pp_rank) + ' ' +
+               std::to_string(op.tp_rank) + ' ' + std::to_string(op.chunk) + ' ' + std::to_string(op.mb) + ' ' +
+               std::to_string(op.seq) + ' ' + std::to_string(op.tid) + ' ' + t.strings.str(op.name) + ' ' +
+               analyze::to_string(op.lane) + '\n';
+      }
+      for (const auto& n : t.notes) out += n + '\n';
+      for (const auto& [w, f] : t.declared_workers) out += std::to_string(w.first) + ',' + std::to_string(w.second) + '\n';
+    } catch (const analyze::TraceError& e) {
+      out = std::string("error: ") + e.what();
+    }
+    return out;
+  };
+  const std::string flat = read(true), full = read(false);
+  if (flat == full) return std::nullopt;
+  return "the flat-event reader and the full parse disagree on the timer ops:\n--- flat\n" + flat.substr(0, 2000) +
+         "\n--- full\n" + full.substr(0, 2000);
+}
+
+// Chrome-trace JSON: Kineto, Ascend trace_view, ppstream's own trace and Megatron timelines share
+// this reader.
 Check chrome_json(std::string_view data) {
   scratch().clear();
-  return analyze_file(scratch().write("trace.json", data), "trace.json", data);
+  const fs::path path = scratch().write("trace.json", data);
+  if (auto c = analyze_file(path, "trace.json", data)) return c;
+  return guarded("trace.json", data, [&] { return timer_readers_agree(path); });
 }
 
 // The first byte chooses: the data gzipped by us (reaches the JSON reader) or raw bytes as .gz.

@@ -10,12 +10,14 @@
 
 namespace ppstream::analyze {
 
-void read_timer_trace(const std::string& path, TimerTrace& out) {
+void read_timer_trace(const std::string& path, TimerTrace& out) { read_timer_trace(path, out, true); }
+
+void read_timer_trace(const std::string& path, TimerTrace& out, bool flat_events) {
   detail::LaneNames lanes;
   const size_t first = out.ops.size();  // this file's ops go straight into `out` (no copy)
   size_t seen = 0, other = 0;
   detail::scan_chrome(
-      path, detail::timer_scan_spec(),
+      path, flat_events ? detail::timer_scan_spec() : detail::chrome_scan_spec(),
       [&](const detail::RawEvent& ev) {
         ++seen;
         if (ev.ph == 'M') {

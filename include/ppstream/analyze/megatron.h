@@ -57,5 +57,9 @@ struct TimerTrace {
 // event for malformed input, a slice whose thread has no "PP rank p, TP rank t, lane" name, a
 // step or seq_id out of int32, and a file with no timer op at all.
 void read_timer_trace(const std::string& path, TimerTrace& out);
+// The same with `flat_events` false: every event through the full (simdjson) parse instead of
+// the flat-event reader (docs/whatif.md "Benchmark"); the same result by contract — the oracle of
+// tests and of the chrome_json fuzz target.
+void read_timer_trace(const std::string& path, TimerTrace& out, bool flat_events);
 
 }  // namespace ppstream::analyze
