@@ -55,10 +55,13 @@ struct ScanSpec {
       if (args[i].key == key) return &args[i];
     return nullptr;
   }
-  // Builds find_arg's index (call once `args` is complete; at most 256 keys).
+  // Builds find_arg's index (call once `args` is complete; more than 256 keys stay unindexed:
+  // find_arg then searches them all).
   void index_args() {
+    arg_index_.clear();
+    if (args.size() > 256) return;
     arg_index_.assign(64, {});
-    for (size_t i = 0; i < args.size() && i < 256; ++i) arg_index_[bucket(args[i].key)].push_back(static_cast<uint8_t>(i));
+    for (size_t i = 0; i < args.size(); ++i) arg_index_[bucket(args[i].key)].push_back(static_cast<uint8_t>(i));
   }
 
  private:
