@@ -19,6 +19,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -80,7 +81,12 @@ struct EngineWorld {
       tape_ = record_tape(topo, {PlatformKind::STRICT_TIMED, &cost}, r);
       if (!tape_) throw std::logic_error("whatif: the lifted programs deadlock:\n" + format_deadlock(gp.set, r));
     } else {
-      costs_ = tape_costs(*tape_, &cost);
+      if (terms_.fixed.empty() && terms_.arrival.empty()) terms_ = term_table(*tape_);
+      // The tape's terms straight from the view (no virtual call, no allocation); a value the
+      // engine would refuse (not finite: the clamp leaves no negative one) goes the checked way,
+      // which throws its error.
+      if (!fill_terms(clamped, step, terms_.fixed, costs_.fixed) || !fill_terms(clamped, step, terms_.arrival, costs_.arrival))
+        costs_ = tape_costs(*tape_, &cost);
       r = replay_tape(*tape_, costs_.fixed, costs_.arrival, slots_, keep != nullptr);
     }
     const double ms = r.makespan_ms;
@@ -99,7 +105,41 @@ struct EngineWorld {
   size_t tape_bytes() const { return tape_ ? tape_->bytes() : 0; }
 
  private:
+  // One tape cost term as GraphCostModel computes it: which view value of which template op, on
+  // which DP row of the step (rank % dp).
+  enum class Field : uint8_t { ZERO, DUR, TRANSFER, DELAY };
+  struct Term {
+    int32_t op = 0;
+    int32_t row = 0;
+    Field field = Field::ZERO;
+  };
+  struct TermTable {
+    std::vector<Term> fixed, arrival;  // in tape_costs' order
+  };
+  // The tape's terms (tape_costs order) mapped to GraphCostModel's lookups, built once per world.
+  TermTable term_table(const Tape& tape) const;
+  template <class View>
+  bool fill_terms(const View& view, int32_t step, const std::vector<Term>& terms, std::vector<double>& out) const {
+    out.resize(terms.size());
+    const int64_t base = int64_t{step} * gp.dp;
+    bool finite = true;
+    for (size_t t = 0; t < terms.size(); ++t) {
+      const Term& m = terms[t];
+      double x = 0.0;
+      switch (m.field) {
+        case Field::ZERO: break;
+        case Field::DUR: x = view.dur(m.op, base + m.row); break;
+        case Field::TRANSFER: x = view.transfer(m.op, base + m.row); break;
+        case Field::DELAY: x = view.delay(m.op, base + m.row); break;
+      }
+      finite &= std::isfinite(x);
+      out[t] = x;
+    }
+    return finite;
+  }
+
   mutable std::shared_ptr<const Tape> tape_;  // recorded by the first step_ms
+  mutable TermTable terms_;                   // built at the first replay
   mutable TapeCosts costs_;                   // replay buffers, reused across step_ms calls
   mutable std::vector<double> slots_;
 };
