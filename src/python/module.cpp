@@ -151,9 +151,12 @@ void bind_verify(py::module_& m) {
 void bind_sim_analyze(py::module_& m) {
   m.def(
       "simulate",
-      [](const std::string& path, const std::string& reduce_grad, bool cluster, int32_t trials,
-         std::optional<uint64_t> seed, const std::string& trace, const std::string& svg,
+      [](const std::string& path, const std::string& reduce_grad, bool cluster, const py::object& trials_arg,
+         const py::object& seed_arg, const std::string& trace, const std::string& svg,
          const std::map<std::string, std::string>& overrides, const std::string& platform) {
+        const auto trials = ppstream::python::int_arg<int32_t>("simulate", "trials", trials_arg, 1);
+        std::optional<uint64_t> seed;
+        if (!seed_arg.is_none()) seed = ppstream::python::int_arg<uint64_t>("simulate", "seed", seed_arg);
         PipelineConfig cfg = load_config_file(path);
         apply_all(cfg, overrides);
         try {
@@ -174,9 +177,9 @@ void bind_sim_analyze(py::module_& m) {
       "(str, times in ms).");
   m.def(
       "analyze",
-      [](const std::vector<std::string>& paths, std::optional<int64_t> step) {
+      [](const std::vector<std::string>& paths, const py::object& step) {
         analyze::AnalyzeOptions o;
-        o.step = step;
+        if (!step.is_none()) o.step = ppstream::python::int_arg<int64_t>("analyze", "step", step);
         return analyze::analyze_paths(paths, o).to_json();
       },
       py::arg("paths"), py::arg("step") = py::none(),
