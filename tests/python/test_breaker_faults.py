@@ -154,3 +154,10 @@ def test_integer_arguments_out_of_range_name_the_argument_and_the_range():
         ppstream.simulate(str(SMALL), trials=2.0)
     with pytest.raises(ValueError, match=r"analyze: step 1180591620717411303424: expected an integer in"):
         ppstream.analyze([str(ST)], step=2**70)
+
+
+def test_errors_raised_through_python_name_the_python_argument_not_the_cli_flag():
+    import ppstream
+    with pytest.raises(ValueError) as e:
+        ppstream.simulate(str(SMALL), reduce_grad="bogus")
+    assert "reduce_grad bogus: expected inline, async or both" in str(e.value) and "--" not in str(e.value), e.value
