@@ -161,3 +161,12 @@ def test_errors_raised_through_python_name_the_python_argument_not_the_cli_flag(
     with pytest.raises(ValueError) as e:
         ppstream.simulate(str(SMALL), reduce_grad="bogus")
     assert "reduce_grad bogus: expected inline, async or both" in str(e.value) and "--" not in str(e.value), e.value
+
+
+def test_mindspore_cpu_settings_use_no_deprecated_api():
+    pytest.importorskip("mindspore")
+    code = ("from ppstream.mindspore.launch.worker import setup_mindspore_cpu\n"
+            "setup_mindspore_cpu()\nsetup_mindspore_cpu()\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "deprecated" not in r.stderr, r.stderr
