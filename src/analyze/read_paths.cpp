@@ -1,8 +1,13 @@
 // Decides the format of each input path and hands it to its reader.
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
+#include <set>
+#include <system_error>
+#include <utility>
 
 #include "chrome_reader.h"
 #include "json_input.h"
@@ -166,5 +171,25 @@ bool read_paths_digested(const std::vector<std::string>& paths, TraceSet& set, u
 }
 
 }  // namespace detail
+
+}  // namespace ppstream::analyze
+
+namespace ppstream::analyze {
+
+std::optional<std::string> repeated_path(const std::vector<std::string>& paths) {
+  std::set<std::pair<uint64_t, uint64_t>> files;  // (st_dev, st_ino) of the paths that exist
+  std::set<std::string> missing;                  // weakly canonical spelling of the others
+  for (const std::string& p : paths) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0) {
+      if (!files.emplace(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)).second) return p;
+      continue;
+    }
+    std::error_code ec;
+    const fs::path canon = fs::weakly_canonical(p, ec);
+    if (!missing.insert(ec ? p : canon.string()).second) return p;
+  }
+  return std::nullopt;
+}
 
 }  // namespace ppstream::analyze

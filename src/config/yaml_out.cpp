@@ -13,8 +13,11 @@ std::vector<std::string> strings_from_stages(const PipelineConfig& cfg) {
   for (size_t s = 0; s < cfg.stage_layers.size(); ++s) {
     const LayerRange& r = cfg.stage_layers[s];
     std::string& str = out[static_cast<size_t>(pp_rank_of_stage(Stage{static_cast<int32_t>(s)}, cfg.pipeline_parallel_size, pl))];
-    str += (str.empty() ? "" : ",") + std::to_string(r.first) +
-           (r.first == r.last ? "" : "-" + std::to_string(r.last));
+    // Appends, not `"-" + std::to_string(...)`: GCC 12 -O2 warns -Wrestrict on operator+(const
+    // char*, string&&) (GCC bug 105329, a false positive).
+    if (!str.empty()) str += ',';
+    str += std::to_string(r.first);
+    if (r.first != r.last) (str += '-') += std::to_string(r.last);
   }
   return out;
 }

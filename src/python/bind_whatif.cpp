@@ -22,10 +22,19 @@ namespace {
 
 // The options both entries share. progress: None / False (none), True (a count on stderr, as the
 // CLI prints it), or a callable(done, total) called after each simulation.
-whatif::WhatIfOptions options(std::optional<std::pair<int32_t, int32_t>> steps, const std::string& agg,
-                              const std::string& reduce_grad, const py::object& progress) {
+whatif::WhatIfOptions options(const py::object& steps_arg, const std::string& agg, const std::string& reduce_grad,
+                              const py::object& progress) {
   if (agg != "mean" && agg != "median") throw py::value_error("whatif: agg '" + agg + "': expected mean or median");
   whatif::WhatIfOptions o;
+  std::optional<std::pair<int32_t, int32_t>> steps;  // steps: None or (first, last), each an int32
+  if (!steps_arg.is_none()) {
+    if (!py::isinstance<py::tuple>(steps_arg) && !py::isinstance<py::list>(steps_arg))
+      throw py::type_error("whatif: steps: expected None, an int or (first, last), not " +
+                           std::string(py::str(py::type::handle_of(steps_arg).attr("__name__"))));
+    const auto seq = py::reinterpret_borrow<py::sequence>(steps_arg);
+    if (seq.size() != 2) throw py::value_error("whatif: steps: expected (first, last), two ints");
+    steps.emplace(int_arg<int32_t>("whatif", "steps", seq[0], 0), int_arg<int32_t>("whatif", "steps", seq[1], 0));
+  }
   if (steps && steps->first > steps->second)
     throw py::value_error("whatif: steps (" + std::to_string(steps->first) + ", " + std::to_string(steps->second) +
                           "): expected (first, last) with first <= last");
@@ -106,7 +115,7 @@ analyze::TimerColumns columns_of(const py::dict& t, std::vector<py::array>& keep
 void bind_whatif(py::module_& m) {
   m.def(
       "whatif",
-      [](const std::vector<std::string>& paths, std::optional<std::pair<int32_t, int32_t>> steps, const std::string& agg,
+      [](const std::vector<std::string>& paths, const py::object& steps, const std::string& agg,
          const std::string& svg, const std::string& trace, const py::object& progress, const std::string& reduce_grad) {
         const whatif::WhatIfOptions o = options(steps, agg, reduce_grad, progress);
         // One ppstream trace (a file, a replay directory, a train run directory): the stream-program path.
@@ -128,7 +137,7 @@ void bind_whatif(py::module_& m) {
       "arguments, reduce_grad '' for none, progress None | bool | callable(done, total).");
   m.def(
       "whatif_table",
-      [](const std::vector<py::dict>& tables, std::optional<std::pair<int32_t, int32_t>> steps, const std::string& agg,
+      [](const std::vector<py::dict>& tables, const py::object& steps, const std::string& agg,
          const std::string& svg, const std::string& trace, const py::object& progress, const std::string& reduce_grad) {
         const whatif::WhatIfOptions o = options(steps, agg, reduce_grad, progress);
         if (tables.empty()) throw py::value_error("whatif_table: no table");

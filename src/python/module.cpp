@@ -4,10 +4,15 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <exception>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ppstream/analyze/analyze.h"
@@ -151,9 +156,12 @@ void bind_verify(py::module_& m) {
 void bind_sim_analyze(py::module_& m) {
   m.def(
       "simulate",
-      [](const std::string& path, const std::string& reduce_grad, bool cluster, int32_t trials,
-         std::optional<uint64_t> seed, const std::string& trace, const std::string& svg,
+      [](const std::string& path, const std::string& reduce_grad, bool cluster, const py::object& trials_arg,
+         const py::object& seed_arg, const std::string& trace, const std::string& svg,
          const std::map<std::string, std::string>& overrides, const std::string& platform) {
+        const auto trials = ppstream::python::int_arg<int32_t>("simulate", "trials", trials_arg, 1);
+        std::optional<uint64_t> seed;
+        if (!seed_arg.is_none()) seed = ppstream::python::int_arg<uint64_t>("simulate", "seed", seed_arg);
         PipelineConfig cfg = load_config_file(path);
         apply_all(cfg, overrides);
         try {
@@ -174,9 +182,9 @@ void bind_sim_analyze(py::module_& m) {
       "(str, times in ms).");
   m.def(
       "analyze",
-      [](const std::vector<std::string>& paths, std::optional<int64_t> step) {
+      [](const std::vector<std::string>& paths, const py::object& step) {
         analyze::AnalyzeOptions o;
-        o.step = step;
+        if (!step.is_none()) o.step = ppstream::python::int_arg<int64_t>("analyze", "step", step);
         return analyze::analyze_paths(paths, o).to_json();
       },
       py::arg("paths"), py::arg("step") = py::none(),
@@ -366,15 +374,53 @@ void bind_deps(py::module_& m) {
       "Indices into the program's instrs. Raises ParseError for bad JSON, ValueError for a missing rank.");
 }
 
+// The Python exception types of the C++ errors below (set once, at import).
+PyObject* g_config_error = nullptr;
+PyObject* g_trace_error = nullptr;
+PyObject* g_lift_error = nullptr;
+
+// The C++ option checks the CLI shares name its flags ("--reduce-grad X: expected …"); raised
+// through the Python API an error names the Python argument instead ("reduce_grad X: …"): one
+// rewrite of the flags that are Python arguments, not a second copy of every message.
+std::string python_spelling(std::string msg) {
+  static const std::pair<std::string_view, std::string_view> kFlags[] = {
+      {"--reduce-grad", "reduce_grad"}, {"--trials", "trials"}, {"--steps", "steps"}, {"--step", "step"},
+      {"--seed", "seed"}, {"--agg", "agg"}, {"--platform", "platform"}};
+  for (const auto& [flag, arg] : kFlags)
+    for (size_t at = msg.find(flag); at != std::string::npos; at = msg.find(flag, at)) {
+      const size_t end = at + flag.size();
+      if (end < msg.size() && (std::isalnum(static_cast<unsigned char>(msg[end])) || msg[end] == '-')) {
+        at = end;  // a longer flag (--steps for --step)
+        continue;
+      }
+      msg.replace(at, flag.size(), arg);
+      at += arg.size();
+    }
+  return msg;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "ppstream engine: compile pipeline x HSDP configurations to verified stream programs";
-  py::register_exception<ConfigError>(m, "ConfigError", PyExc_ValueError);
+  g_config_error = py::register_exception<ConfigError>(m, "ConfigError", PyExc_ValueError).ptr();
   py::register_exception<ParseError>(m, "ParseError", PyExc_ValueError);
-  py::register_exception<analyze::TraceError>(m, "TraceError", PyExc_ValueError);
+  g_trace_error = py::register_exception<analyze::TraceError>(m, "TraceError", PyExc_ValueError).ptr();
   py::register_exception<VerifyError>(m, "VerifyError", PyExc_RuntimeError);
-  py::register_exception<whatif::LiftError>(m, "LiftError", PyExc_ValueError);
+  g_lift_error = py::register_exception<whatif::LiftError>(m, "LiftError", PyExc_ValueError).ptr();
+  py::register_exception_translator([](std::exception_ptr p) {  // registered last: tried first
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ConfigError& e) {
+      PyErr_SetString(g_config_error, python_spelling(e.what()).c_str());
+    } catch (const analyze::TraceError& e) {
+      PyErr_SetString(g_trace_error, python_spelling(e.what()).c_str());
+    } catch (const whatif::LiftError& e) {
+      PyErr_SetString(g_lift_error, python_spelling(e.what()).c_str());
+    } catch (const std::invalid_argument& e) {
+      PyErr_SetString(PyExc_ValueError, python_spelling(e.what()).c_str());
+    }
+  });
   bind_compile(m);
   bind_verify(m);
   bind_sim_analyze(m);

@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <functional>
 #include <iostream>
-#include <optional>
 #include <vector>
 
 #include "ppstream/replay/replay.h"
@@ -125,7 +124,7 @@ std::string fit_comment(const CollFit& f, const char* group) {
 
 // The p2p_latency_ms key with its comment: replay's own P2P time when measured (`over`), else
 // MPI's ping-pong latency `lat`.
-std::string p2p_latency_lines(const std::optional<RuntimeOverhead>& over, int peer, double lat) {
+std::string p2p_latency_lines(const RuntimeOverhead* over, int peer, double lat) {
   if (over && over->batches > 0)
     return fmt::format("  # measured: replay's own P2P time, matched -> end (X), replayed with the communication model "
                        "zero, over {} BATCHes: mean {:.6f}, median {:.6f}, mean excess over the mean, E[(X - mean)+]: "
@@ -162,8 +161,11 @@ int run_calibrate(const PipelineConfig& cfg) {
   const double bw = static_cast<double>(kBigBytes) / std::max(big - lat, 1e-6) / 1e6;  // GB/s = bytes/ms / 1e6
   // Replay's own transfer costs and issue rate, on the config's programs (needs the config's world).
   const bool whole_world = np == static_cast<int>(int64_t{w.pp} * w.dp());
-  const std::optional<RuntimeOverhead> over =
-      whole_world ? std::optional(runtime_overhead(cfg, me, kOverheadSteps)) : std::nullopt;
+  // A value and a pointer to it (null: not measured), not a std::optional: GCC 12 at -O2 warns
+  // -Wmaybe-uninitialized on the optional's payload read under its own has_value() (a false positive).
+  RuntimeOverhead measured;
+  if (whole_world) measured = runtime_overhead(cfg, me, kOverheadSteps);
+  const RuntimeOverhead* const over = whole_world ? &measured : nullptr;
   std::vector<CollFit> shard, repl;
   if (w.shard >= 2)
     for (CollOp op : {CollOp::REDUCE_SCATTER, CollOp::ALL_GATHER}) shard.push_back(measure(op, w.shard, me, np));

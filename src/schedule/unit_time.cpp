@@ -168,7 +168,7 @@ UnitTimeline simulate_unit_time(const ComputeOrder& order, const std::vector<std
     const ComputeAction& a = order[r][next[r]];
     blocked += "; r" + std::to_string(r) + " at " + to_string(a) + " waits for";
     for (const Need& d : deps_of(a, stages))
-      if (finished.get(role_index(d.role), d.mb.v, d.stage.v) < 0) blocked += " " + name(order, key_of(d));
+      if (finished.get(role_index(d.role), d.mb.v, d.stage.v) < 0) (blocked += ' ') += name(order, key_of(d));  // not " " + …: GCC 12 -Wrestrict (bug 105329)
   }
   if (!blocked.empty())
     throw std::invalid_argument("unit-time simulation: the order cannot complete" + blocked);
@@ -208,7 +208,7 @@ std::string format_grid(const ComputeOrder& order, Placement pl) {
       c = to_string(order[r][i]);
       width = std::max(width, c.size());
     }
-  const size_t label = ("r" + std::to_string(order.empty() ? 0 : order.size() - 1)).size();
+  const size_t label = 1 + std::to_string(order.empty() ? 0 : order.size() - 1).size();  // "rN"
   auto row = [&](const std::string& head, const std::vector<std::string>& cols) {
     std::string line = head + std::string(label - head.size(), ' ');
     for (const std::string& c : cols) line += " " + c + std::string(width - c.size(), ' ');
@@ -218,7 +218,7 @@ std::string format_grid(const ComputeOrder& order, Placement pl) {
   std::vector<std::string> header;
   for (size_t t = 0; t < slots; ++t) header.push_back(std::to_string(t));
   std::string out = row("", header);
-  for (size_t r = 0; r < order.size(); ++r) out += row("r" + std::to_string(r), cells[r]);
+  for (size_t r = 0; r < order.size(); ++r) out += row(std::string("r").append(std::to_string(r)), cells[r]);  // GCC 12 -Wrestrict on "r" + string&&
   return out;
 }
 

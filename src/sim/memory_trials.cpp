@@ -16,9 +16,10 @@ TrialFigures trial_figures(const CompiledPlan& plan, const TrialSetup& setup, co
   int64_t finished = 0;
   const SimCostModel base = trial_cost_model(plan, setup, first);
   const bool differ = draws_differ(setup);  // else every draw is the first (sim/trials.h)
+  const TrialEngine how = trial_engine(setup);  // one draw on dedicated links: no tape to record
   parallel_for(differ ? count : 1, opts.threads, [&](int64_t k) {
     SimCostModel model = base.with_straggler(trial_straggler(plan, setup, first + static_cast<uint64_t>(k)));
-    const EngineResult run = run_trial(plan, model, setup.platform);
+    const EngineResult run = run_trial(plan, model, setup.platform, nullptr, how);
     out.step_time_ms[static_cast<size_t>(k)] = run.makespan_ms;
     out.peak_memory_bytes[static_cast<size_t>(k)] =
         compute_memory(plan.programs(), run, plan.config().stage_layers, memory).peak_bytes;

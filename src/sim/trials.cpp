@@ -251,6 +251,11 @@ void replay_draws(const CompiledPlan& plan, const TrialSetup& setup, const Tape&
 
 }  // namespace
 
+TrialEngine trial_engine(const TrialSetup& setup) {
+  return draws_differ(setup) || setup.cost.link_sharing != LinkSharing::DEDICATED ? TrialEngine::TAPE
+                                                                                 : TrialEngine::ENGINE;
+}
+
 std::vector<double> trial_step_times(const CompiledPlan& plan, const TrialSetup& setup, uint64_t first, int32_t count,
                                      const TrialRunOptions& opts) {
   if (count < 0) throw std::invalid_argument(fmt::format("trial_step_times: count {}: expected >= 0", count));
@@ -276,8 +281,7 @@ std::vector<double> trial_step_times(const CompiledPlan& plan, const TrialSetup&
     // No tape (a deadlock, which run_trial has thrown for): the engine below.
   }
   // One draw for every trial (fixed tails) and dedicated links: one engine run, no tape to record.
-  const TrialEngine how =
-      differ || setup.cost.link_sharing != LinkSharing::DEDICATED ? TrialEngine::TAPE : TrialEngine::ENGINE;
+  const TrialEngine how = trial_engine(setup);
   parallel_for(differ ? count : 1, opts.threads, [&](int64_t k) {
     SimCostModel model = base.with_straggler(trial_straggler(plan, setup, first + static_cast<uint64_t>(k)));
     out[static_cast<size_t>(k)] = run_trial(plan, model, setup.platform, nullptr, how).makespan_ms;

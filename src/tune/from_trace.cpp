@@ -3,11 +3,9 @@
 // them (TraceScoring).
 #include <fmt/format.h>
 
-#include <filesystem>
-#include <set>
 #include <stdexcept>
-#include <system_error>
 
+#include "ppstream/analyze/readers.h"
 #include "ppstream/tune/tune.h"
 #include "ppstream/whatif/whatif.h"
 #include "tune/scoring.h"
@@ -19,14 +17,11 @@ TraceJob lift_traces(const std::vector<std::string>& paths) {
   TraceJob job;
   auto stats = std::make_shared<tune_detail::TraceStats>();
   std::string first_yaml;
-  std::set<std::string> seen;  // canonical paths: the same trace twice would pool its steps twice
+  if (const auto twice = analyze::repeated_path(paths))  // the same trace twice would pool its steps twice
+    throw std::invalid_argument(fmt::format("tune --from-trace: {} is given twice (its steps would be pooled "
+                                            "twice); give each trace once",
+                                            *twice));
   for (const std::string& path : paths) {
-    std::error_code ec;
-    const auto canon = std::filesystem::weakly_canonical(path, ec);
-    if (!seen.insert(ec ? path : canon.string()).second)
-      throw std::invalid_argument(fmt::format("tune --from-trace: {} is given twice (its steps would be pooled "
-                                              "twice); give each trace once",
-                                              path));
     const whatif::LiftedTrace lifted = whatif::lift_ppstream_trace(path);
     const std::string yaml = to_yaml(lifted.config);
     if (job.paths.empty()) {

@@ -5,15 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <numeric>
-#include <set>
 
 #include "engine_eval.h"
 #include "graph.h"
 #include "graph_counterfactual.h"
 #include "graph_programs.h"
 #include "job.h"
+#include "ppstream/analyze/readers.h"
 #include "ppstream/verify/verify.h"
 #include "ppstream/whatif/whatif.h"
 #include "sim_graph.h"
@@ -454,16 +453,11 @@ WhatIfResult analyze_paths(const std::vector<std::string>& paths, const WhatIfOp
   std::vector<std::string> notes;
   {
     analyze::TimerTrace trace;  // freed once the table holds its times
-    std::set<std::string> seen;  // canonical paths: a file twice would hold every op twice
-    for (const auto& p : paths) {
-      std::error_code ec;
-      const auto canon = std::filesystem::weakly_canonical(p, ec);
-      if (!seen.insert(ec ? p : canon.string()).second)
-        throw analyze::TraceError(fmt::format("whatif: {} is given twice (its ops would be read twice); give each "
-                                              "timeline once",
-                                              p));
-      analyze::read_timer_trace(p, trace);
-    }
+    if (const auto twice = analyze::repeated_path(paths))  // a file twice would hold every op twice
+      throw analyze::TraceError(fmt::format("whatif: {} is given twice (its ops would be read twice); give each "
+                                            "timeline once",
+                                            *twice));
+    for (const auto& p : paths) analyze::read_timer_trace(p, trace);
     job = build_job(trace, opts.steps);
     notes = std::move(trace.notes);
   }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "ppstream/analyze/readers.h"
 #include "ppstream/analyze/trace_format.h"
 #include "ppstream/whatif/whatif.h"
 
@@ -121,6 +122,10 @@ std::optional<std::string> ppstream_trace_of(const std::vector<std::string>& pat
     }
   }
   if (ours.empty()) return std::nullopt;
+  if (const auto twice = analyze::repeated_path(paths))
+    throw LiftError(fmt::format("whatif: {} is given twice; one ppstream trace at a time (a file, a replay directory "
+                                "or a train run directory)",
+                                *twice));
   if (paths.size() > 1)
     throw LiftError(fmt::format("whatif: {} inputs, {} of them ppstream traces ({}): one ppstream trace at a time (a "
                                 "file, a replay directory or a train run directory); several paths are the files of "

@@ -128,3 +128,45 @@ def test_cli11_range_and_usage_errors_exit_2_with_their_message():
 def test_whatif_one_timeline_given_twice_says_so():
     r = run("whatif", ST, ST)
     assert r.returncode == 2 and f"{ST} is given twice" in r.stderr, r.stderr
+
+
+def test_whatif_a_ppstream_trace_given_twice_says_so(sim_trace):
+    r = run("whatif", sim_trace, sim_trace)
+    assert r.returncode == 2 and f"{sim_trace} is given twice" in r.stderr, r.stderr
+
+
+def test_integer_arguments_out_of_range_name_the_argument_and_the_range():
+    import ppstream
+    with pytest.raises(ValueError, match=r"whatif: steps 1099511627776: expected an integer in \[0, 2147483647\]"):
+        ppstream.whatif(ST, steps=2**40, progress=False)
+    with pytest.raises(ValueError, match=r"whatif: steps -1: expected an integer in \[0, "):
+        ppstream.whatif(ST, steps=(-1, 3), progress=False)
+    with pytest.raises(TypeError, match=r"whatif: steps: expected an int, not str"):
+        ppstream.whatif(ST, steps=("a", 3), progress=False)
+    with pytest.raises(ValueError, match=r"simulate: trials 1099511627776: expected an integer in \[1, 2147483647\]"):
+        ppstream.simulate(str(SMALL), trials=2**40)
+    # A Python call names the Python argument, not the CLI's --trials.
+    with pytest.raises(ValueError, match=r"simulate: trials 0: expected an integer in \[1, "):
+        ppstream.simulate(str(SMALL), trials=0)
+    with pytest.raises(ValueError, match=r"simulate: seed -1: expected an integer in \[0, 18446744073709551615\]"):
+        ppstream.simulate(str(SMALL), seed=-1)
+    with pytest.raises(TypeError, match=r"simulate: trials: expected an int, not float"):
+        ppstream.simulate(str(SMALL), trials=2.0)
+    with pytest.raises(ValueError, match=r"analyze: step 1180591620717411303424: expected an integer in"):
+        ppstream.analyze([str(ST)], step=2**70)
+
+
+def test_errors_raised_through_python_name_the_python_argument_not_the_cli_flag():
+    import ppstream
+    with pytest.raises(ValueError) as e:
+        ppstream.simulate(str(SMALL), reduce_grad="bogus")
+    assert "reduce_grad bogus: expected inline, async or both" in str(e.value) and "--" not in str(e.value), e.value
+
+
+def test_mindspore_cpu_settings_use_no_deprecated_api():
+    pytest.importorskip("mindspore")
+    code = ("from ppstream.mindspore.launch.worker import setup_mindspore_cpu\n"
+            "setup_mindspore_cpu()\nsetup_mindspore_cpu()\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "deprecated" not in r.stderr, r.stderr

@@ -4,6 +4,7 @@
 // slices and interned names; host events are skipped (docs/analyze.md "Memory").
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,12 @@ namespace ppstream::analyze {
 void read_paths(const std::vector<std::string>& paths, TraceSet& set);
 // The same on `threads` reader threads (1: one after another on the caller's thread).
 void read_paths(const std::vector<std::string>& paths, TraceSet& set, unsigned threads);
+
+// The first of `paths` that names a file (or directory) an earlier path already names, or nullopt.
+// Paths compare by file identity (device and inode: `./a`, `a` and a link to a are one file);
+// a path that does not exist compares by its weakly canonical spelling (its reader then says it
+// is missing). whatif and tune --from-trace use it for "given twice" (docs/whatif.md "Input").
+std::optional<std::string> repeated_path(const std::vector<std::string>& paths);
 
 // The single-format readers (read_paths dispatches to them).
 void read_chrome_trace(const std::string& path, TraceSet& set);  // ours / Kineto / trace_view

@@ -105,6 +105,11 @@ bool draws_differ(const TrialSetup& setup);
 EngineResult run_trial(const CompiledPlan& plan, SimCostModel& model, PlatformKind platform,
                        double* wall_ms = nullptr, TrialEngine how = TrialEngine::TAPE);
 
+// How the runners run each trial of `setup`: TAPE (the plan records its tape once and replays it)
+// when the draws differ or links are shared, else ENGINE: one draw for every trial on dedicated
+// links is one engine run, and a tape recorded then would never be replayed.
+TrialEngine trial_engine(const TrialSetup& setup);
+
 struct TrialRunOptions {
   int32_t threads = 0;  // workers; 0: one per hardware thread (std::thread::hardware_concurrency)
   // Called after each finished trial with (finished, count), under a lock, from a worker thread.

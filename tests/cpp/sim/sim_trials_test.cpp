@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "ppstream/config/config.h"
+#include "ppstream/sim/memory_trials.h"
 #include "ppstream/sim/simulate.h"
 #include "ppstream/sim/trials.h"
 #include "small_configs.h"
@@ -98,6 +99,12 @@ straggler: {tails: [{ranks: [5], delay_ms: 40}]}
   o.progress = [&](int64_t, int64_t) { ++calls; };
   EXPECT_EQ(trial_step_times(plan, setup, 0, 5, o), std::vector<double>(5, ms));
   EXPECT_EQ(calls, 5);
+  // One draw on dedicated links is one engine run: neither runner records a tape nothing replays.
+  const CompiledPlan fresh(cfg, ReducePolicy::NONE, true);
+  const TrialFigures f = trial_figures(fresh, setup, MemorySpec{}, 0, 5, {});
+  EXPECT_EQ(f.step_time_ms, std::vector<double>(5, ms));
+  EXPECT_EQ(fresh.tape(setup.platform), nullptr);
+  EXPECT_EQ(trial_engine(setup), TrialEngine::ENGINE);
   TrialSetup drawn_setup = setup;
   drawn_setup.straggler.distribution = DelayDistribution::EXPONENTIAL;
   EXPECT_TRUE(draws_differ(drawn_setup));

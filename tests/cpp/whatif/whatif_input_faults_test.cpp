@@ -196,6 +196,31 @@ TEST(WhatIfInputFaults, InputsAreSortedOutWithAReason) {
             std::string::npos);
 }
 
+// One input given twice is refused as such, by file identity (a hard link is the same file under
+// another name; a ppstream trace twice used to say "2 inputs, 2 of them ppstream traces").
+TEST(WhatIfInputFaults, OneFileGivenTwiceIsSaidSoWhateverItsName) {
+  const fs::path dir = tt::temp_dir("whatif_twice");
+  const fs::path t = dir / "t.json";
+  fs::copy_file(small_trace(), t);
+  fs::copy_file(small_trace().string() + ".config.yaml", t.string() + ".config.yaml");
+  const fs::path linked = dir / "linked.json";
+  fs::create_hard_link(t, linked);
+  fs::copy_file(t.string() + ".config.yaml", linked.string() + ".config.yaml");
+  const fs::path megatron = dir / "m.json.gz";
+  fs::copy_file(tt::sample("whatif/syn/timeline-SMALL.json.gz"), megatron);
+  const fs::path megatron_link = dir / "m2.json.gz";
+  fs::create_hard_link(megatron, megatron_link);
+  EXPECT_NE(error_of([&] { ppstream_trace_of({t.string(), t.string()}); }).find(t.string() + " is given twice"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { ppstream_trace_of({t.string(), linked.string()}); }).find("is given twice"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { tune::lift_traces({t.string(), linked.string()}); }).find(linked.string() + " is given twice"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { analyze_paths({megatron.string(), megatron_link.string()}, {}); }).find("is given twice"),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
 // Fault 18: `analyze` on one Megatron timeline puts its workers on the file's one clock.
 TEST(WhatIfInputFaults, AnalyzeReadsAMegatronTimelineOnOneClock) {
   const analyze::AnalysisResult a = analyze::analyze_paths({tt::sample("whatif/syn/timeline-SMALL.json.gz")});

@@ -46,11 +46,19 @@ def choose_platform(device: str, record: bool, straggle_ms: float, hccl_buffer_s
     return plat
 
 
+_threads_set = False  # threads_num raises RuntimeError when set twice in one process
+
+
 def cpu_settings() -> None:
     """One kernel thread and blocking launches: on a loaded 2-core machine MindSpore's async
-    dispatch and thread pools made each tiny op ~20x slower (measured, docs/runtime.md)."""
+    dispatch and thread pools made each tiny op ~20x slower (measured, docs/runtime.md).
+    ``device_context.cpu.op_tuning.threads_num``: ``set_context(runtime_num_threads=)`` is
+    deprecated (MindSpore warns on every use)."""
+    global _threads_set
     import mindspore as ms
-    ms.set_context(runtime_num_threads=1)
+    if not _threads_set:
+        ms.device_context.cpu.op_tuning.threads_num(1)
+        _threads_set = True
     ms.runtime.launch_blocking()
 
 
