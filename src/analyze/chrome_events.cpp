@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "event_fast_path.h"
 #include "json_input.h"
@@ -17,6 +18,54 @@ std::string_view str_or_empty(ond::value v) {
   std::string_view s;
   if (v.get_string().get(s)) return {};
   return s;
+}
+
+// A JSON number's text (sign, digits, point, exponent), as a string may hold it too.
+bool is_decimal_number(std::string_view t) {
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
+  if (!t.empty() && (t.front() == '-' || t.front() == '+')) t.remove_prefix(1);
+  bool digit = false;
+  for (size_t i = 0; i < t.size(); ++i) {
+    const char c = t[i];
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      digit = true;
+    } else if (c == 'e' || c == 'E') {
+      if (!digit) return false;
+      std::string_view e = t.substr(i + 1);
+      if (!e.empty() && (e.front() == '-' || e.front() == '+')) e.remove_prefix(1);
+      return !e.empty() && std::all_of(e.begin(), e.end(), [](char d) { return std::isdigit(static_cast<unsigned char>(d)); });
+    } else if (c != '.') {
+      return false;
+    }
+  }
+  return digit;
+}
+
+// A "ts" / "dur" value in ns. A number beyond int64 ns (about ±292 years, ±9.2e15 µs) is not a
+// time a trace can hold: said so with its text, apart from a value that is not a number at all.
+int64_t us_ns_or_throw(ond::value v, std::string_view key, const std::string& path, uint64_t offset, size_t index) {
+  ond::json_type t;
+  std::string_view text;
+  bool have = false;
+  if (!v.type().get(t)) {
+    if (t == ond::json_type::number) {
+      text = v.raw_json_token();
+      have = true;
+    } else if (t == ond::json_type::string) {
+      have = !v.get_string().get(text);
+    }
+  }
+  if (have) {
+    if (auto ns = parse_us_to_ns(text)) return *ns;
+    if (is_decimal_number(text)) {
+      const std::string_view shown = text.substr(0, 40);
+      throw TraceError(fmt::format("{}: byte {}: event #{}: \"{}\" {}{} µs is out of range; expected a time within "
+                                   "±9.2e15 µs (times are held as int64 ns)",
+                                   path, offset, index, key, shown, shown.size() < text.size() ? "…" : ""));
+    }
+  }
+  throw TraceError(fmt::format("{}: byte {}: event #{}: \"{}\" is not a number of µs", path, offset, index, key));
 }
 
 void read_arg(const ArgKey& k, ond::value v, RawArgs& a) {
@@ -83,16 +132,8 @@ void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& par
       ev.pid = as_int(v);
     } else if (key == "tid") {
       ev.tid = as_int(v);
-    } else if (key == "ts") {
-      ev.ts_ns = as_us_ns(v);
-      if (!ev.ts_ns) {
-        throw TraceError(fmt::format("{}: byte {}: event #{}: \"ts\" is not a number of µs", path, offset, index));
-      }
-    } else if (key == "dur") {
-      ev.dur_ns = as_us_ns(v);
-      if (!ev.dur_ns) {
-        throw TraceError(fmt::format("{}: byte {}: event #{}: \"dur\" is not a number of µs", path, offset, index));
-      }
+    } else if (key == "ts" || key == "dur") {
+      (key == "ts" ? ev.ts_ns : ev.dur_ns) = us_ns_or_throw(v, key, path, offset, index);
     } else if (key == "args") {
       skip_args = (ev.ph != 0 && ev.ph != 'X' && ev.ph != 'M') || host;
       ond::object args;
