@@ -60,8 +60,8 @@ int64_t us_ns_or_throw(ond::value v, std::string_view key, const std::string& pa
     if (auto ns = parse_us_to_ns(text)) return *ns;
     if (is_decimal_number(text)) {
       const std::string_view shown = text.substr(0, 40);
-      throw TraceError(fmt::format("{}: byte {}: event #{}: \"{}\" {}{} µs is out of range; expected a time within "
-                                   "±9.2e15 µs (times are held as int64 ns)",
+      throw TraceError(fmt::format("{}: byte {}: event #{}: \"{}\" {}{} µs is out of range; expected |value| < "
+                                   "9.2e15 µs (times are held as int64 ns)",
                                    path, offset, index, key, shown, shown.size() < text.size() ? "…" : ""));
     }
   }

@@ -34,6 +34,10 @@ void read_timer_trace(const std::string& path, TimerTrace& out, bool flat_events
                                        ev.offset, ev.index, ev.name, static_cast<double>(*ev.dur_ns) / 1e3));
         }
         if (auto op = detail::megatron_event_at(path, ev, out.strings)) {
+          // A timer op without "dur" is not a zero-length op (S would move, silently).
+          if (!ev.dur_ns)
+            throw TraceError(fmt::format("{}: byte {}: event #{} '{}': timer op without \"dur\" (expected µs)", path,
+                                         ev.offset, ev.index, ev.name));
           out.ops.push_back(*op);
         } else {
           ++other;

@@ -62,6 +62,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
     o.trace_path = args->trace;
     o.trace_every_rank = args->trace_every_rank;
     o.svg_path = args->svg;
+    if (!ca.path.empty()) o.inputs.push_back(ca.path);
     const bool bar = !args->quiet && (args->trials > 1 || args->cluster) && isatty(fileno(stderr));
     if (bar)
       o.progress = [](int64_t done, int64_t total, const std::string& what) {

@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -63,6 +64,18 @@ whatif::WhatIfOptions options(const py::object& steps_arg, const std::string& ag
   return o;
 }
 
+// svg= / trace= must not be a file the what-if reads (it would be overwritten after the run):
+// refused before the analysis, as the CLI does (src/cli/output_path.h).
+void check_not_an_input(const char* arg, const std::string& out, const std::vector<std::string>& paths) {
+  if (out.empty()) return;
+  for (const std::string& in : paths) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(out, in, ec))
+      throw py::value_error("whatif: " + std::string(arg) + "=" + out + ": is " + in +
+                            ", which the what-if reads; write to another file");
+  }
+}
+
 std::string finish(const whatif::WhatIfResult& r, const std::string& svg, const std::string& trace) {
   const auto write = [](const std::string& path, const std::string& text) {
     errno = 0;
@@ -118,6 +131,8 @@ void bind_whatif(py::module_& m) {
       [](const std::vector<std::string>& paths, const py::object& steps, const std::string& agg,
          const std::string& svg, const std::string& trace, const py::object& progress, const std::string& reduce_grad) {
         const whatif::WhatIfOptions o = options(steps, agg, reduce_grad, progress);
+        check_not_an_input("svg", svg, paths);
+        check_not_an_input("trace", trace, paths);
         // One ppstream trace (a file, a replay directory, a train run directory): the stream-program path.
         const bool ours = whatif::ppstream_trace_of(paths).has_value();
         if (ours && !trace.empty())

@@ -165,7 +165,7 @@ void bind_sim_analyze(py::module_& m) {
         PipelineConfig cfg = load_config_file(path);
         apply_all(cfg, overrides);
         try {
-          return sim::simulate_json(cfg, reduce_grad, cluster, trials, seed, trace, svg, platform);
+          return sim::simulate_json(cfg, reduce_grad, cluster, trials, seed, trace, svg, platform, {path});
         } catch (const sim::WriteError& e) {  // OSError (errno, its text, the path), as open() raises
           errno = e.error();
           PyErr_SetFromErrnoWithFilename(PyExc_OSError, e.path().c_str());
@@ -385,7 +385,7 @@ PyObject* g_lift_error = nullptr;
 std::string python_spelling(std::string msg) {
   static const std::pair<std::string_view, std::string_view> kFlags[] = {
       {"--reduce-grad", "reduce_grad"}, {"--trials", "trials"}, {"--steps", "steps"}, {"--step", "step"},
-      {"--seed", "seed"}, {"--agg", "agg"}, {"--platform", "platform"}};
+      {"--seed", "seed"}, {"--agg", "agg"}, {"--platform", "platform"}, {"--set", "overrides"}};
   for (const auto& [flag, arg] : kFlags)
     for (size_t at = msg.find(flag); at != std::string::npos; at = msg.find(flag, at)) {
       const size_t end = at + flag.size();

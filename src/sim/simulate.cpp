@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -42,6 +43,27 @@ void write_file(const std::string& path, const std::string& text) {
   std::ofstream f = open_output(path);
   f << text;
   if (!f.flush()) cannot_write(path, "error writing");
+}
+
+// Every file the run will write (the trace per policy, its .config.yaml, the SVG) against the files
+// it read: one that is an input (same file, whatever its spelling) would be overwritten after the
+// run, so it is refused before any work.
+void check_outputs_are_not_inputs(const SimOptions& opts, const std::vector<ReducePolicy>& policies) {
+  std::vector<std::pair<const char*, std::string>> outs;
+  for (ReducePolicy policy : policies) {
+    if (opts.trace_path.empty()) break;
+    const std::string t = policies.size() > 1 ? with_suffix(opts.trace_path, to_string(policy)) : opts.trace_path;
+    outs.emplace_back("trace", t);
+    outs.emplace_back("trace", t + ".config.yaml");
+  }
+  if (!opts.svg_path.empty()) outs.emplace_back("svg", opts.svg_path);
+  for (const auto& [what, out] : outs)
+    for (const std::string& in : opts.inputs) {
+      std::error_code ec;
+      if (!in.empty() && std::filesystem::equivalent(out, in, ec))
+        throw std::invalid_argument(fmt::format("simulate: {} {}: is {}, which the run reads; write to another file",
+                                                what, out, in));
+    }
 }
 
 }  // namespace
@@ -132,6 +154,7 @@ void first_trial_outputs(const engine::Topology& topo, const EngineResult& run, 
 // metrics (and trace), then the SVG of every policy's trial 0.
 SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
   const std::vector<ReducePolicy> policies = policies_for(cfg, opts);
+  check_outputs_are_not_inputs(opts, policies);
   StragglerSpec straggler;
   SimReport report = report_header(cfg, opts, straggler);
   const World world = report.world;
@@ -199,8 +222,9 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
 
 std::string simulate_json(const PipelineConfig& cfg, const std::string& reduce_grad, bool cluster, int32_t trials,
                           std::optional<uint64_t> seed, const std::string& trace_path, const std::string& svg_path,
-                          const std::string& platform) {
+                          const std::string& platform, const std::vector<std::string>& inputs) {
   SimOptions o;
+  o.inputs = inputs;
   const auto kind = parse_platform(platform);
   if (!kind) throw std::invalid_argument("simulate: platform '" + platform + "': " + "expected " + platform_names());
   o.platform = *kind;

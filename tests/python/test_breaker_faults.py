@@ -163,6 +163,14 @@ def test_errors_raised_through_python_name_the_python_argument_not_the_cli_flag(
     assert "reduce_grad bogus: expected inline, async or both" in str(e.value) and "--" not in str(e.value), e.value
 
 
+def test_a_bad_override_key_names_overrides_not_the_set_flag():
+    # breaker3 F6: "config: --set key …" reached Python users of overrides=.
+    import ppstream
+    with pytest.raises(ValueError) as e:
+        ppstream.simulate(str(SMALL), overrides={"cost.bogus key": "1"})
+    assert "overrides" in str(e.value) and "--set" not in str(e.value), str(e.value)
+
+
 def test_mindspore_cpu_settings_use_no_deprecated_api():
     pytest.importorskip("mindspore")
     code = ("from ppstream.mindspore.launch.worker import setup_mindspore_cpu\n"
@@ -170,3 +178,44 @@ def test_mindspore_cpu_settings_use_no_deprecated_api():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "deprecated" not in r.stderr, r.stderr
+
+
+def test_an_output_that_is_an_input_is_refused_before_it_is_overwritten(tmp_path):
+    # breaker3 F1/F2: Python whatif(trace=/svg=) and simulate --trace / svg= over their own
+    # input wrote over it (exit 0). Same file under another name counts (hard link).
+    import ppstream
+    cfg = tmp_path / "c.yaml"
+    shutil.copy(SMALL, cfg)
+    before = cfg.read_bytes()
+    os.link(cfg, tmp_path / "c-link.yaml")
+    for out in [cfg, tmp_path / "c-link.yaml"]:
+        r = run("simulate", cfg, "--trace", out)
+        assert r.returncode == 2 and "which the run reads" in r.stderr, r.stderr
+        with pytest.raises(ValueError, match="which the run reads"):
+            ppstream.simulate(str(cfg), svg=str(out))
+    # With both policies the traces are NAME.inline.json / NAME.async.json, each with its
+    # NAME.….json.config.yaml beside it: a config of that name is refused too.
+    shutil.copy(SMALL, tmp_path / "t.inline.json.config.yaml")
+    r = run("simulate", tmp_path / "t.inline.json.config.yaml", "--reduce-grad", "both", "--trace", tmp_path / "t.json")
+    assert r.returncode == 2 and "which the run reads" in r.stderr, r.stderr
+    assert cfg.read_bytes() == before
+    timeline = tmp_path / "v.json.gz"
+    shutil.copy(ST, timeline)
+    data = timeline.read_bytes()
+    for arg in ["trace", "svg"]:
+        with pytest.raises(ValueError, match=f"{arg}=.*which the what-if reads"):
+            ppstream.whatif(str(timeline), **{arg: str(timeline)})
+    assert timeline.read_bytes() == data
+
+
+def test_a_timer_op_without_dur_is_a_located_error(tmp_path):
+    # breaker3 F4: it was read as a zero-length op, and S moved with no note.
+    import gzip
+    doc = json.loads(gzip.decompress(ST.read_bytes()))
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    k = next(i for i, e in enumerate(events) if e.get("ph") == "X" and "step" in e.get("args", {}))
+    del events[k]["dur"]
+    bad = tmp_path / "nodur.json"
+    bad.write_text(json.dumps(doc))
+    r = run("whatif", bad)
+    assert r.returncode != 0 and f"event #{k} '{events[k]['name']}': timer op without \"dur\"" in r.stderr, r.stderr

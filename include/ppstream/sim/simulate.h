@@ -48,6 +48,9 @@ struct SimOptions {
   // Beside each trace, TRACE.config.yaml: the configuration that ran (to_yaml, with the policy),
   // which `ppstream whatif TRACE` compiles again to lift the trace into programs.
   bool trace_every_rank = false;       // cluster mode: the trace draws every rank, not replica 0
+  // Files the run read (the CONFIG): an output that is one of them (same device and inode) is
+  // refused before the run with std::invalid_argument, as it would be overwritten.
+  std::vector<std::string> inputs;
   // Called after each engine run (done, total): the CLI draws a progress bar with it.
   std::function<void(int64_t, int64_t, const std::string&)> progress;
 };
@@ -98,11 +101,12 @@ std::string report_table(const SimReport& report);
 
 // For Python (bound in src/python/module.cpp): runs `simulate` and returns report_json.
 // reduce_grad: "inline" | "async" | "both" | "" (the config's); platform: a profile name
-// (parse_platform). Writes trace/SVG when paths are non-empty; throws WriteError if it cannot.
+// (parse_platform). Writes trace/SVG when paths are non-empty; throws WriteError if it cannot, and
+// std::invalid_argument (before the run) if one is among `inputs` (SimOptions::inputs).
 std::string simulate_json(const PipelineConfig& cfg, const std::string& reduce_grad = "", bool cluster = false,
                           int32_t trials = 1, std::optional<uint64_t> seed = std::nullopt,
                           const std::string& trace_path = "", const std::string& svg_path = "",
-                          const std::string& platform = "ascend-mindspore");
+                          const std::string& platform = "ascend-mindspore", const std::vector<std::string>& inputs = {});
 
 // "inline" → {INLINE}, "async" → {ASYNC}, "both" → {INLINE, ASYNC}; throws std::invalid_argument.
 std::vector<ReducePolicy> parse_policies(const std::string& text);
