@@ -45,18 +45,8 @@ bool is_decimal_number(std::string_view t) {
 // A "ts" / "dur" value in ns. A number beyond int64 ns (about ±292 years, ±9.2e15 µs) is not a
 // time a trace can hold: said so with its text, apart from a value that is not a number at all.
 int64_t us_ns_or_throw(ond::value v, std::string_view key, const std::string& path, uint64_t offset, size_t index) {
-  ond::json_type t;
-  std::string_view text;
-  bool have = false;
-  if (!v.type().get(t)) {
-    if (t == ond::json_type::number) {
-      text = v.raw_json_token();
-      have = true;
-    } else if (t == ond::json_type::string) {
-      have = !v.get_string().get(text);
-    }
-  }
-  if (have) {
+  if (const std::optional<std::string_view> t = scalar_text(v)) {
+    const std::string_view text = *t;
     if (auto ns = parse_us_to_ns(text)) return *ns;
     if (is_decimal_number(text)) {
       const std::string_view shown = text.substr(0, 40);

@@ -103,18 +103,18 @@ std::optional<double> as_double(simdjson::ondemand::value v) {
   return std::nullopt;
 }
 
-std::optional<int64_t> as_us_ns(simdjson::ondemand::value v) {
+std::optional<std::string_view> scalar_text(simdjson::ondemand::value v) {
   simdjson::ondemand::json_type t;
   if (v.type().get(t)) return std::nullopt;
   std::string_view text;
-  if (t == simdjson::ondemand::json_type::number) {
-    text = v.raw_json_token();
-  } else if (t == simdjson::ondemand::json_type::string) {
-    if (v.get_string().get(text)) return std::nullopt;
-  } else {
-    return std::nullopt;
-  }
-  return parse_us_to_ns(text);
+  if (t == simdjson::ondemand::json_type::number) return v.raw_json_token();
+  if (t == simdjson::ondemand::json_type::string && !v.get_string().get(text)) return text;
+  return std::nullopt;
+}
+
+std::optional<int64_t> as_us_ns(simdjson::ondemand::value v) {
+  const std::optional<std::string_view> text = scalar_text(v);
+  return text ? parse_us_to_ns(*text) : std::nullopt;
 }
 
 std::string truncation_message(const std::string& path, uint64_t end_offset, size_t events_read) {

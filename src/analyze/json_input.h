@@ -19,7 +19,9 @@ std::optional<int64_t> parse_us_to_ns(std::string_view text);
 std::optional<int64_t> as_int(simdjson::ondemand::value v);
 // Number (or numeric string) as double; nullopt otherwise.
 std::optional<double> as_double(simdjson::ondemand::value v);
-// µs timestamp/duration given as number or string → ns.
+// The text of a number token or of a string's contents; nullopt for any other type.
+std::optional<std::string_view> scalar_text(simdjson::ondemand::value v);
+// µs timestamp/duration given as number or string → ns (parse_us_to_ns of scalar_text).
 std::optional<int64_t> as_us_ns(simdjson::ondemand::value v);
 
 // The error for a file that ends inside the JSON document: names the end-of-file byte

@@ -176,6 +176,16 @@ bool read_paths_digested(const std::vector<std::string>& paths, TraceSet& set, u
 
 namespace ppstream::analyze {
 
+std::optional<std::string> input_named_by(const std::string& out, const std::vector<std::string>& inputs) {
+  struct stat o {};
+  if (out.empty() || ::stat(out.c_str(), &o) != 0) return std::nullopt;
+  for (const std::string& in : inputs) {
+    struct stat st {};
+    if (!in.empty() && ::stat(in.c_str(), &st) == 0 && st.st_dev == o.st_dev && st.st_ino == o.st_ino) return in;
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> repeated_path(const std::vector<std::string>& paths) {
   std::set<std::pair<uint64_t, uint64_t>> files;  // (st_dev, st_ino) of the paths that exist
   std::set<std::string> missing;                  // weakly canonical spelling of the others

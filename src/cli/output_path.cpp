@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "ppstream/analyze/readers.h"
+
 namespace fs = std::filesystem;
 
 namespace ppstream::cli {
@@ -23,9 +25,8 @@ void check_output_path(const std::string& flag, const std::string& path, const s
   const bool exists = fs::exists(out, ec);
   if (exists && access(out.c_str(), W_OK) != 0)
     throw std::invalid_argument(flag + " " + path + ": cannot write: " + std::strerror(errno));
-  for (const std::string& in : inputs)
-    if (!in.empty() && exists && fs::equivalent(out, in, ec))
-      throw std::invalid_argument(flag + " " + path + ": is " + in + ", which " + reader + " reads; write to another file");
+  if (const auto in = analyze::input_named_by(path, inputs))
+    throw std::invalid_argument(flag + " " + path + ": is " + *in + ", which " + reader + " reads; write to another file");
 }
 
 }  // namespace ppstream::cli

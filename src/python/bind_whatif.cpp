@@ -5,7 +5,6 @@
 #include <pybind11/stl.h>
 
 #include <cerrno>
-#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "ppstream/analyze/readers.h"
 #include "ppstream/analyze/timer_table.h"
 #include "ppstream/whatif/whatif.h"
 
@@ -67,13 +67,9 @@ whatif::WhatIfOptions options(const py::object& steps_arg, const std::string& ag
 // svg= / trace= must not be a file the what-if reads (it would be overwritten after the run):
 // refused before the analysis, as the CLI does (src/cli/output_path.h).
 void check_not_an_input(const char* arg, const std::string& out, const std::vector<std::string>& paths) {
-  if (out.empty()) return;
-  for (const std::string& in : paths) {
-    std::error_code ec;
-    if (std::filesystem::equivalent(out, in, ec))
-      throw py::value_error("whatif: " + std::string(arg) + "=" + out + ": is " + in +
-                            ", which the what-if reads; write to another file");
-  }
+  if (const auto in = analyze::input_named_by(out, paths))
+    throw py::value_error("whatif: " + std::string(arg) + "=" + out + ": is " + *in +
+                          ", which the what-if reads; write to another file");
 }
 
 std::string finish(const whatif::WhatIfResult& r, const std::string& svg, const std::string& trace) {

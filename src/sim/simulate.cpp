@@ -6,10 +6,10 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
+#include "ppstream/analyze/readers.h"
 #include "ppstream/engine/engine.h"
 #include "ppstream/sim/trace.h"
 #include "ppstream/sim/memory_trials.h"
@@ -58,12 +58,9 @@ void check_outputs_are_not_inputs(const SimOptions& opts, const std::vector<Redu
   }
   if (!opts.svg_path.empty()) outs.emplace_back("svg", opts.svg_path);
   for (const auto& [what, out] : outs)
-    for (const std::string& in : opts.inputs) {
-      std::error_code ec;
-      if (!in.empty() && std::filesystem::equivalent(out, in, ec))
-        throw std::invalid_argument(fmt::format("simulate: {} {}: is {}, which the run reads; write to another file",
-                                                what, out, in));
-    }
+    if (const auto in = analyze::input_named_by(out, opts.inputs))
+      throw std::invalid_argument(
+          fmt::format("simulate: {} {}: is {}, which the run reads; write to another file", what, out, *in));
 }
 
 }  // namespace

@@ -33,6 +33,10 @@ void read_paths(const std::vector<std::string>& paths, TraceSet& set, unsigned t
 // a path that does not exist compares by its weakly canonical spelling (its reader then says it
 // is missing). whatif and tune --from-trace use it for "given twice" (docs/whatif.md "Input").
 std::optional<std::string> repeated_path(const std::vector<std::string>& paths);
+// The first of `inputs` that is the same file as `out` (device and inode), or nullopt (also when
+// `out` does not exist yet). Every "an output must not be an input" check uses it: the CLI's
+// output paths (src/cli/output_path.h), simulate's (SimOptions::inputs), Python's whatif.
+std::optional<std::string> input_named_by(const std::string& out, const std::vector<std::string>& inputs);
 
 // The single-format readers (read_paths dispatches to them).
 void read_chrome_trace(const std::string& path, TraceSet& set);  // ours / Kineto / trace_view
