@@ -133,22 +133,24 @@ void bind_compile(py::module_& m) {
 void bind_verify(py::module_& m) {
   m.def(
       "verify",
-      [](const std::string& programs_json, const std::string& platform) {
+      [](const py::object& programs_json, const py::object& platform) {
         VerifyOptions vo;
-        vo.platforms = parse_platform_list(platform);
+        vo.platforms = parse_platform_list(python::str_arg("verify", "platform", platform));
         std::vector<std::string> out;
-        for (const Violation& v : verify(parse_json(programs_json), vo)) out.push_back(v.to_string());
+        for (const Violation& v : verify(parse_json(python::str_arg("verify", "programs_json", programs_json)), vo))
+          out.push_back(v.to_string());
         return out;
       },
       py::arg("programs_json"), py::arg("platform") = "all",
       "Verify a ProgramSet JSON; returns the violation messages (empty list: verified).");
   m.def(
       "verify_text",
-      [](const std::string& text, const std::string& platform) {
+      [](const py::object& text, const py::object& platform) {
         VerifyOptions vo;
-        vo.platforms = parse_platform_list(platform);
+        vo.platforms = parse_platform_list(python::str_arg("verify_text", "platform", platform));
         std::vector<std::string> out;
-        for (const Violation& v : verify(parse_program_set(text), vo)) out.push_back(v.to_string());
+        for (const Violation& v : verify(parse_program_set(python::str_arg("verify_text", "programs_text", text)), vo))
+          out.push_back(v.to_string());
         return out;
       },
       py::arg("programs_text"), py::arg("platform") = "all", "Verify programs in canonical text form.");
@@ -238,10 +240,16 @@ void bind_formats(py::module_& m) {
       "The overlap-never-slower check (include/ppstream/sim/overlap_check.h) over the verify grid\n"
       "(defaults: the whole `ppstream verify --grid`): {'configs', 'comparisons', 'regressions'}.");
   m.def(
-      "to_text", [](const std::string& programs_json) { return to_text(parse_json(programs_json)); },
+      "to_text",
+      [](const py::object& programs_json) {
+        return to_text(parse_json(python::str_arg("to_text", "programs_json", programs_json)));
+      },
       py::arg("programs_json"), "Canonical text form of a ProgramSet JSON.");
   m.def(
-      "to_json", [](const std::string& programs_text) { return to_json(parse_program_set(programs_text)); },
+      "to_json",
+      [](const py::object& programs_text) {
+        return to_json(parse_program_set(python::str_arg("to_json", "programs_text", programs_text)));
+      },
       py::arg("programs_text"), "JSON form of programs given as canonical text.");
   m.def(
       "dp_group",

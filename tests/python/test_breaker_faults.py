@@ -264,6 +264,12 @@ WRONG_TYPES = [
     ("compile", dict(config_path=MISSING), dict(overrides=5), r"compile: overrides: expected a dict .*, not int"),
     ("compile_text", {}, dict(yaml_text=5), r"compile_text: yaml_text: expected a str, not int"),
     ("compile_text", dict(yaml_text=""), dict(expanded=0), r"compile_text: expanded: expected True or False, not int"),
+    ("verify", {}, dict(programs_json=b"{}"), r"verify: programs_json: expected a str, not bytes"),
+    ("verify", dict(programs_json="{}"), dict(platform=None), r"verify: platform: expected a str, not NoneType"),
+    ("verify_text", {}, dict(programs_text=5), r"verify_text: programs_text: expected a str, not int"),
+    ("verify_text", dict(programs_text=""), dict(platform=1), r"verify_text: platform: expected a str, not int"),
+    ("to_text", {}, dict(programs_json=None), r"to_text: programs_json: expected a str, not NoneType"),
+    ("to_json", {}, dict(programs_text=[]), r"to_json: programs_text: expected a str, not list"),
 ]
 
 
