@@ -125,7 +125,8 @@ def whatif(paths: Union[PathLike, Iterable[PathLike]], reduce_grad: str | None =
         simulate trace file, a replay --trace directory, a ``ppstream train`` run directory).
     reduce_grad: None, 'inline' or 'async': the counterfactual reduction placement.
     agg: 'mean' (compute by mean, communication by median: the artifact's rule) or 'median'.
-    steps: (first, last), inclusive: analyse only those steps; an int N is (N, N), as ``--steps N``.
+    steps: (first, last), inclusive: analyse only those steps; an int N is (N, N), as ``--steps N``
+        (an int is anything with ``__index__``, numpy integers too, but not a bool: docs/python.md).
     svg, trace: write the DP rank x stage heatmap / the ideal timeline (Megatron inputs) there.
     progress: None (a count on stderr when stderr is a terminal, as the CLI), True / False, or
         a callable(done, total) called after each of the analysis' simulations.

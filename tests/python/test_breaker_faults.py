@@ -335,3 +335,12 @@ def test_given_twice_through_a_link_names_both_spellings(tmp_path):
     os.symlink(t, tmp_path / "s.json.gz")
     r = run("whatif", t, tmp_path / "s.json.gz")
     assert r.returncode == 2 and f"{tmp_path / 's.json.gz'} (the same file as {t}) is given twice" in r.stderr, r.stderr
+
+
+def test_diff_of_an_empty_side_names_the_side():
+    # It said "analyze: no input path given", neither diff nor which side.
+    import ppstream
+    with pytest.raises(ValueError, match=r"diff: baseline: no path given"):
+        ppstream.diff([], [ST])
+    with pytest.raises(ValueError, match=r"diff: optimized: no path given"):
+        ppstream.diff(ST, ())
