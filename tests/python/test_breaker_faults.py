@@ -344,3 +344,14 @@ def test_diff_of_an_empty_side_names_the_side():
         ppstream.diff([], [ST])
     with pytest.raises(ValueError, match=r"diff: optimized: no path given"):
         ppstream.diff(ST, ())
+
+
+def test_analyze_step_of_a_trace_without_step_markers_says_so(tmp_path):
+    # It said "the traces have steps []".
+    import ppstream
+    t = tmp_path / "t.json"
+    ppstream.simulate(SMALL, trace=t)
+    with pytest.raises(ValueError, match=r"step 0: no such step marker; the traces have no step markers \(analyze them without step\)"):
+        ppstream.analyze(t, step=0)
+    r = run("analyze", t, "--step", "0")
+    assert r.returncode == 2 and "no step markers (analyze them without --step)" in r.stderr, r.stderr
