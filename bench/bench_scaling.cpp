@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -124,13 +125,21 @@ void bench_cluster() {
   // The seed's tails are fixed delays, so its trials are one draw (sim/trials.h draws_differ);
   // the tail example adds a lognormal draw on every reduction: there each trial is an engine run.
   const PipelineConfig tail = load_config_file(std::string(PPSTREAM_SOURCE_DIR) + "/examples/seed-300b-moe-tail.yaml");
-  std::printf("simulate seed-300b-moe.yaml (compile + verify + every trial + metrics; trials on %u hardware threads)\n",
-              std::thread::hardware_concurrency());
-  std::printf("%-48s %8s %8s %12s  %-22s %s\n", "run", "wall_s", "cpu_s", "peak_rss_gb", "issue (before)", "goal");
-  // Each row is printed as soon as it is measured (the last ones take minutes).
-  auto row = [](const char* what, const char* before, const char* goal, const Sample& s) {
-    std::printf("%-48s %8.2f %8.2f %12.2f  %-22s %s\n", what, s.seconds, s.cpu_seconds, s.rss_mib * 1048576.0 / 1e9,
-                before, goal);
+  // The trials' workers, set here (what SimOptions::threads 0 means: sim/trials.h parallel_for).
+  const auto workers = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  std::printf("simulate seed-300b-moe.yaml (compile + verify + every trial + metrics; trials on %d worker threads)\n",
+              workers);
+  std::printf("%-48s %8s %8s %6s %6s %12s  %-22s %s\n", "run", "wall_s", "cpu_s", "cores", "load", "peak_rss_gb",
+              "issue (before)", "goal");
+  // Each row is printed as soon as it is measured (the last ones take minutes). cores = cpu_s /
+  // wall_s, the cores the child had on average; load: the 1-minute load average as the row began
+  // (with the kernel's autogroup scheduling another session's busy core halves a 2-core share).
+  auto row = [](const char* what, const char* before, const char* goal, const std::function<Sample()>& run) {
+    double load = NAN;
+    if (getloadavg(&load, 1) != 1) load = NAN;
+    const Sample s = run();
+    std::printf("%-48s %8.2f %8.2f %6.2f %6.1f %12.2f  %-22s %s\n", what, s.seconds, s.cpu_seconds,
+                s.cpu_seconds / s.seconds, load, s.rss_mib * 1048576.0 / 1e9, before, goal);
     std::fflush(stdout);
   };
   auto cluster = [&](int trials, const char* replicate, const PipelineConfig* from = nullptr) {
@@ -140,17 +149,18 @@ void bench_cluster() {
       sim::SimOptions o;
       o.cluster = true;
       o.trials = trials;
+      o.threads = workers;
       sim::simulate(cfg, o);
     });
   };
-  row("--cluster (16,384 ranks)", "6.1-8.6 s, 0.9 GB", "", cluster(1, nullptr));
-  row("--cluster --trials 10", "49 s", "", cluster(10, nullptr));
+  row("--cluster (16,384 ranks)", "6.1-8.6 s, 0.9 GB", "", [&] { return cluster(1, nullptr); });
+  row("--cluster --trials 10", "49 s", "", [&] { return cluster(10, nullptr); });
   // The seed's 100 trials are one draw (one engine run); the goal's figure is the tail
   // example's 100 drawn trials (100 engine runs), the last 16,384-rank row.
-  row("--cluster --trials 100 (one draw)", "~8 min (10 x 49 s)", "", cluster(100, nullptr));
-  row("tail example --cluster --trials 10 (drawn)", "", "", cluster(10, nullptr, &tail));
-  row("tail example --cluster --trials 100 (drawn)", "~8 min (10 x 49 s)", "< 60 s", cluster(100, nullptr, &tail));
-  row("--cluster, replicate_size=1024 (131,072 ranks)", "63 s, 7.1 GB", "< 10 s, < 4 GB", cluster(1, "1024"));
+  row("--cluster --trials 100 (one draw)", "~8 min (10 x 49 s)", "", [&] { return cluster(100, nullptr); });
+  row("tail example --cluster --trials 10 (drawn)", "", "", [&] { return cluster(10, nullptr, &tail); });
+  row("tail example --cluster --trials 100 (drawn)", "~8 min (10 x 49 s)", "< 60 s", [&] { return cluster(100, nullptr, &tail); });
+  row("--cluster, replicate_size=1024 (131,072 ranks)", "63 s, 7.1 GB", "< 10 s, < 4 GB", [&] { return cluster(1, "1024"); });
   double load[3] = {NAN, NAN, NAN};
   if (getloadavg(load, 3) > 0) std::printf("load average now: %.1f %.1f %.1f\n", load[0], load[1], load[2]);
   std::printf("\n");

@@ -16,6 +16,7 @@ Inputs (``paths``):
 from __future__ import annotations
 
 import json
+import operator
 import os
 import sys
 from typing import Any, Callable, Iterable, Union
@@ -124,7 +125,8 @@ def whatif(paths: Union[PathLike, Iterable[PathLike]], reduce_grad: str | None =
         simulate trace file, a replay --trace directory, a ``ppstream train`` run directory).
     reduce_grad: None, 'inline' or 'async': the counterfactual reduction placement.
     agg: 'mean' (compute by mean, communication by median: the artifact's rule) or 'median'.
-    steps: (first, last), inclusive: analyse only those steps; an int N is (N, N), as ``--steps N``.
+    steps: (first, last), inclusive: analyse only those steps; an int N is (N, N), as ``--steps N``
+        (an int is anything with ``__index__``, numpy integers too, but not a bool: docs/python.md).
     svg, trace: write the DP rank x stage heatmap / the ideal timeline (Megatron inputs) there.
     progress: None (a count on stderr when stderr is a terminal, as the CLI), True / False, or
         a callable(done, total) called after each of the analysis' simulations.
@@ -135,12 +137,14 @@ def whatif(paths: Union[PathLike, Iterable[PathLike]], reduce_grad: str | None =
     (errno, path) when ``svg`` or ``trace`` cannot be written.
     """
     ps = _paths(paths)
-    if isinstance(steps, int) and not isinstance(steps, bool):
-        steps = (steps, steps)
+    # An int (or any integer with __index__: numpy's) N is (N, N); a bool is left to the engine's
+    # check, which refuses it, as every other type but None and a (first, last) pair.
+    if hasattr(type(steps), "__index__") and not isinstance(steps, (bool, np.bool_)):
+        steps = (operator.index(steps),) * 2
     if progress is None:
         progress = sys.stderr.isatty()
-    args = dict(steps=steps, agg=agg, svg=_path(svg, "svg") if svg else "", trace=_path(trace, "trace") if trace else "",
-                progress=progress, reduce_grad=reduce_grad or "")
+    args = dict(steps=steps, agg=agg, svg=None if svg is None else _path(svg, "svg"),
+                trace=None if trace is None else _path(trace, "trace"), progress=progress, reduce_grad=reduce_grad)
     tables = [p for p in ps if p.endswith(".parquet")]
     if tables and len(tables) != len(ps):
         raise ValueError(f"ppstream.whatif: {len(tables)} parquet table(s) and {len(ps) - len(tables)} other path(s); "

@@ -3,9 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cctype>
-
 #include "event_fast_path.h"
 #include "json_input.h"
 #include "json_stream.h"
@@ -20,35 +17,14 @@ std::string_view str_or_empty(ond::value v) {
   return s;
 }
 
-// A JSON number's text (sign, digits, point, exponent), as a string may hold it too.
-bool is_decimal_number(std::string_view t) {
-  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
-  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
-  if (!t.empty() && (t.front() == '-' || t.front() == '+')) t.remove_prefix(1);
-  bool digit = false;
-  for (size_t i = 0; i < t.size(); ++i) {
-    const char c = t[i];
-    if (std::isdigit(static_cast<unsigned char>(c))) {
-      digit = true;
-    } else if (c == 'e' || c == 'E') {
-      if (!digit) return false;
-      std::string_view e = t.substr(i + 1);
-      if (!e.empty() && (e.front() == '-' || e.front() == '+')) e.remove_prefix(1);
-      return !e.empty() && std::all_of(e.begin(), e.end(), [](char d) { return std::isdigit(static_cast<unsigned char>(d)); });
-    } else if (c != '.') {
-      return false;
-    }
-  }
-  return digit;
-}
-
 // A "ts" / "dur" value in ns. A number beyond int64 ns (about ±292 years, ±9.2e15 µs) is not a
 // time a trace can hold: said so with its text, apart from a value that is not a number at all.
 int64_t us_ns_or_throw(ond::value v, std::string_view key, const std::string& path, uint64_t offset, size_t index) {
   if (const std::optional<std::string_view> t = scalar_text(v)) {
     const std::string_view text = *t;
-    if (auto ns = parse_us_to_ns(text)) return *ns;
-    if (is_decimal_number(text)) {
+    UsFault why = UsFault::NOT_A_NUMBER;
+    if (auto ns = parse_us_to_ns(text, &why)) return *ns;
+    if (why == UsFault::OUT_OF_RANGE) {
       const std::string_view shown = text.substr(0, 40);
       throw TraceError(fmt::format("{}: byte {}: event #{}: \"{}\" {}{} µs is out of range; expected |value| < "
                                    "9.2e15 µs (times are held as int64 ns)",

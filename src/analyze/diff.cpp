@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <utility>
 
 #include "ppstream/analyze/analyze.h"
 
@@ -104,6 +105,9 @@ DiffResult diff(const AnalysisResult& baseline, const AnalysisResult& optimized)
 
 DiffResult diff_paths(const std::vector<std::string>& baseline, const std::vector<std::string>& optimized,
                       const AnalyzeOptions& opts) {
+  // Named by side: analyze_paths' own "analyze: no input path given" does not say which.
+  for (const auto& [side, paths] : {std::pair{"baseline", &baseline}, std::pair{"optimized", &optimized}})
+    if (paths->empty()) throw TraceError(fmt::format("diff: {}: no path given; expected its traces", side));
   return diff(analyze_paths(baseline, opts), analyze_paths(optimized, opts));
 }
 

@@ -14,37 +14,44 @@
 #include "ppstream/analyze/timeline.h"
 
 namespace ppstream::analyze::detail {
-std::optional<int64_t> parse_us_to_ns(std::string_view t) {
+std::optional<int64_t> parse_us_to_ns(std::string_view t, UsFault* why) {
+  const auto fault = [why](UsFault f) {
+    if (why) *why = f;
+    return std::nullopt;
+  };
   while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
   while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
-  if (t.empty()) return std::nullopt;
+  if (t.empty()) return fault(UsFault::NOT_A_NUMBER);
   // Exactly one optional sign, then a digit or '.': "--5", "-+5", "+-5" are not numbers.
   bool neg = t.front() == '-';
   std::string_view s = (neg || t.front() == '+') ? t.substr(1) : t;
-  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s.front())) || s.front() == '.')) return std::nullopt;
+  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s.front())) || s.front() == '.'))
+    return fault(UsFault::NOT_A_NUMBER);
   if (s.find_first_of("eE") != std::string_view::npos) {
     std::string copy(neg ? "-" : "");
     copy += s;
     char* end = nullptr;
     double v = std::strtod(copy.c_str(), &end);
-    if (end != copy.c_str() + copy.size() || !std::isfinite(v)) return std::nullopt;
-    // Out of int64 ns (about ±292 years) llround is undefined: not a time a trace can hold.
-    if (std::fabs(v * 1000.0) >= 9.2e18) return std::nullopt;
+    if (end != copy.c_str() + copy.size()) return fault(UsFault::NOT_A_NUMBER);
+    // Out of int64 ns (about ±292 years) llround is undefined: not a time a trace can hold
+    // (strtod gives ±inf for a number beyond a double).
+    if (!std::isfinite(v) || std::fabs(v * 1000.0) >= 9.2e18) return fault(UsFault::OUT_OF_RANGE);
     return static_cast<int64_t>(std::llround(v * 1000.0));
   }
   size_t dot = s.find('.');
   std::string_view ip = s.substr(0, dot);
   std::string_view fp = dot == std::string_view::npos ? std::string_view{} : s.substr(dot + 1);
-  if (ip.empty() && fp.empty()) return std::nullopt;
+  if (ip.empty() && fp.empty()) return fault(UsFault::NOT_A_NUMBER);
   int64_t whole = 0;
   if (!ip.empty()) {
     auto r = std::from_chars(ip.data(), ip.data() + ip.size(), whole);
-    if (r.ec != std::errc{} || r.ptr != ip.data() + ip.size()) return std::nullopt;
+    if (r.ptr != ip.data() + ip.size()) return fault(UsFault::NOT_A_NUMBER);
+    if (r.ec != std::errc{}) return fault(UsFault::OUT_OF_RANGE);  // digits only, beyond int64
   }
   int64_t frac = 0;
   int digits = 0;
   for (char c : fp) {
-    if (c < '0' || c > '9') return std::nullopt;
+    if (c < '0' || c > '9') return fault(UsFault::NOT_A_NUMBER);
     if (digits < 3) {
       frac = frac * 10 + (c - '0');
       ++digits;
@@ -57,7 +64,7 @@ std::optional<int64_t> parse_us_to_ns(std::string_view t) {
     frac *= 10;
     ++digits;
   }
-  if (whole > (std::numeric_limits<int64_t>::max() - 1000) / 1000) return std::nullopt;  // ns would overflow
+  if (whole > (std::numeric_limits<int64_t>::max() - 1000) / 1000) return fault(UsFault::OUT_OF_RANGE);  // ns overflow
   int64_t ns = whole * 1000 + frac;
   return neg ? -ns : ns;
 }

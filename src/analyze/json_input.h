@@ -11,9 +11,13 @@
 
 namespace ppstream::analyze::detail {
 
+// Why parse_us_to_ns gives no value: the text is not a number (an optional sign, digits with at
+// most one point, an optional exponent), or it is one beyond int64 ns (|value| ≥ 9.2e15 µs).
+enum class UsFault { NOT_A_NUMBER, OUT_OF_RANGE };
 // "1704161511420306.491" (µs, as a JSON number's text or a string) → ns, exact to 1 ns.
-// Exponent forms fall back to double. nullopt when the text is not a number.
-std::optional<int64_t> parse_us_to_ns(std::string_view text);
+// Exponent forms fall back to double. nullopt when the text is not a number or out of range;
+// then *why (when given) says which: one grammar for the value and for its error message.
+std::optional<int64_t> parse_us_to_ns(std::string_view text, UsFault* why = nullptr);
 
 // Integer value of a JSON number token or of a string holding one ("3"); nullopt otherwise.
 std::optional<int64_t> as_int(simdjson::ondemand::value v);

@@ -150,9 +150,11 @@ AnalysisResult analyze_digests(const TraceSet& set, std::vector<RankDigest>& ran
       }
       std::sort(have.begin(), have.end());
       have.erase(std::unique(have.begin(), have.end()), have.end());
-      throw TraceError(fmt::format("{}: --step {}: no such step marker; the traces have steps [{}]",
+      // A trace without step markers (a simulate trace: one step) says so, not "steps []".
+      throw TraceError(fmt::format("{}: --step {}: no such step marker; {}",
                                    set.sources.empty() ? "analyze" : set.sources.front(), *opts.step,
-                                   fmt::join(have, ", ")));
+                                   have.empty() ? std::string("the traces have no step markers (analyze them without --step)")
+                                                : fmt::format("the traces have steps [{}]", fmt::join(have, ", "))));
     }
   } else {
     window = {INT64_MIN, INT64_MAX};

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <set>
+#include <map>
 #include <system_error>
 #include <utility>
 
@@ -187,17 +187,23 @@ std::optional<std::string> input_named_by(const std::string& out, const std::vec
 }
 
 std::optional<std::string> repeated_path(const std::vector<std::string>& paths) {
-  std::set<std::pair<uint64_t, uint64_t>> files;  // (st_dev, st_ino) of the paths that exist
-  std::set<std::string> missing;                  // weakly canonical spelling of the others
+  std::map<std::pair<uint64_t, uint64_t>, std::string> files;  // (st_dev, st_ino) of the paths that exist
+  std::map<std::string, std::string> missing;                  // weakly canonical spelling of the others
+  // The later path, and the earlier one when it is spelt otherwise (a link, ./a for a).
+  const auto twice = [](const std::string& earlier, const std::string& later) {
+    return earlier == later ? later : fmt::format("{} (the same file as {})", later, earlier);
+  };
   for (const std::string& p : paths) {
     struct stat st {};
     if (::stat(p.c_str(), &st) == 0) {
-      if (!files.emplace(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)).second) return p;
+      const auto [at, fresh] = files.try_emplace({static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)}, p);
+      if (!fresh) return twice(at->second, p);
       continue;
     }
     std::error_code ec;
     const fs::path canon = fs::weakly_canonical(p, ec);
-    if (!missing.insert(ec ? p : canon.string()).second) return p;
+    const auto [at, fresh] = missing.try_emplace(ec ? p : canon.string(), p);
+    if (!fresh) return twice(at->second, p);
   }
   return std::nullopt;
 }

@@ -23,15 +23,16 @@ namespace {
 
 // The options both entries share. progress: None / False (none), True (a count on stderr, as the
 // CLI prints it), or a callable(done, total) called after each simulation.
-whatif::WhatIfOptions options(const py::object& steps_arg, const std::string& agg, const std::string& reduce_grad,
+whatif::WhatIfOptions options(const py::object& steps_arg, const py::object& agg_arg, const py::object& reduce_grad_arg,
                               const py::object& progress) {
+  const std::string agg = str_arg("whatif", "agg", agg_arg);
+  const std::string reduce_grad = str_arg("whatif", "reduce_grad", reduce_grad_arg, "");
   if (agg != "mean" && agg != "median") throw py::value_error("whatif: agg '" + agg + "': expected mean or median");
   whatif::WhatIfOptions o;
   std::optional<std::pair<int32_t, int32_t>> steps;  // steps: None or (first, last), each an int32
   if (!steps_arg.is_none()) {
     if (!py::isinstance<py::tuple>(steps_arg) && !py::isinstance<py::list>(steps_arg))
-      throw py::type_error("whatif: steps: expected None, an int or (first, last), not " +
-                           std::string(py::str(py::type::handle_of(steps_arg).attr("__name__"))));
+      throw py::type_error("whatif: steps: expected None, an int or (first, last), not " + type_name(steps_arg));
     const auto seq = py::reinterpret_borrow<py::sequence>(steps_arg);
     if (seq.size() != 2) throw py::value_error("whatif: steps: expected (first, last), two ints");
     steps.emplace(int_arg<int32_t>("whatif", "steps", seq[0], 0), int_arg<int32_t>("whatif", "steps", seq[1], 0));
@@ -124,8 +125,10 @@ analyze::TimerColumns columns_of(const py::dict& t, std::vector<py::array>& keep
 void bind_whatif(py::module_& m) {
   m.def(
       "whatif",
-      [](const std::vector<std::string>& paths, const py::object& steps, const std::string& agg,
-         const std::string& svg, const std::string& trace, const py::object& progress, const std::string& reduce_grad) {
+      [](const py::object& paths_obj, const py::object& steps, const py::object& agg, const py::object& svg_arg,
+         const py::object& trace_arg, const py::object& progress, const py::object& reduce_grad) {
+        const std::vector<std::string> paths = paths_arg("whatif", "paths", paths_obj);
+        const std::string svg = path_arg("whatif", "svg", svg_arg, true), trace = path_arg("whatif", "trace", trace_arg, true);
         const whatif::WhatIfOptions o = options(steps, agg, reduce_grad, progress);
         check_not_an_input("svg", svg, paths);
         check_not_an_input("trace", trace, paths);
@@ -148,8 +151,9 @@ void bind_whatif(py::module_& m) {
       "arguments, reduce_grad '' for none, progress None | bool | callable(done, total).");
   m.def(
       "whatif_table",
-      [](const std::vector<py::dict>& tables, const py::object& steps, const std::string& agg,
-         const std::string& svg, const std::string& trace, const py::object& progress, const std::string& reduce_grad) {
+      [](const std::vector<py::dict>& tables, const py::object& steps, const py::object& agg, const py::object& svg_arg,
+         const py::object& trace_arg, const py::object& progress, const py::object& reduce_grad) {
+        const std::string svg = path_arg("whatif", "svg", svg_arg, true), trace = path_arg("whatif", "trace", trace_arg, true);
         const whatif::WhatIfOptions o = options(steps, agg, reduce_grad, progress);
         if (tables.empty()) throw py::value_error("whatif_table: no table");
         std::vector<py::array> keep;

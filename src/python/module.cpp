@@ -56,20 +56,21 @@ std::string compile_config(PipelineConfig cfg, const std::map<std::string, std::
 void bind_compile(py::module_& m) {
   m.def(
       "compile",
-      [](const std::string& path, bool expanded, const std::string& platform,
-         const std::map<std::string, std::string>& overrides) {
-        return compile_config(load_config_file(path), overrides, expanded, platform);
+      [](const py::object& path, const py::object& expanded, const py::object& platform, const py::object& overrides) {
+        return compile_config(load_config_file(python::path_arg("compile", "config_path", path)),
+                              python::overrides_arg("compile", overrides), python::bool_arg("compile", "expanded", expanded),
+                              python::str_arg("compile", "platform", platform));
       },
       py::arg("config_path"), py::arg("expanded") = true, py::arg("platform") = "cpu-serial",
-      py::arg("overrides") = std::map<std::string, std::string>{},
+      py::arg("overrides") = py::dict(),
       "Compile the YAML config at config_path to the ProgramSet JSON (str), verified under `platform`\n"
       "('strict', 'ascend-mindspore', 'cpu-serial', comma list or 'all'). expanded=True gives one program\n"
       "per DP rank. Raises ConfigError (ValueError) for a bad config, VerifyError (RuntimeError) listing violations.");
   m.def(
       "load_config",
-      [](const std::string& path, const std::map<std::string, std::string>& overrides) {
-        PipelineConfig cfg = load_config_file(path);
-        apply_all(cfg, overrides);
+      [](const py::object& path, const py::object& overrides) {
+        PipelineConfig cfg = load_config_file(python::path_arg("load_config", "config_path", path));
+        apply_all(cfg, python::overrides_arg("load_config", overrides));
         nlohmann::json j;
         j["pipeline_parallel_size"] = cfg.pipeline_parallel_size;
         j["pipeline_parallel_interleave_num"] = cfg.pipeline_parallel_interleave_num;
@@ -84,20 +85,19 @@ void bind_compile(py::module_& m) {
         j["extra_sections"] = cfg.extra_sections;
         return j.dump();
       },
-      py::arg("config_path"), py::arg("overrides") = std::map<std::string, std::string>{},
+      py::arg("config_path"), py::arg("overrides") = py::dict(),
       "Load and validate a config (the same loader and rules as compile); returns JSON (str) with the\n"
       "pipeline fields, stage_layers[s] = [first, last] (inclusive) per global virtual stage, and the\n"
       "extra sections (model:, train:, cost:, ...) as YAML text. Raises ConfigError naming file:line/key.");
   m.def(
       "config_yaml",
-      [](const std::string& path, const std::map<std::string, std::string>& overrides,
-         const std::map<std::string, std::string>& sections) {
-        PipelineConfig cfg = load_config_file(path);
-        apply_all(cfg, overrides);
+      [](const py::object& path, const py::object& overrides, const std::map<std::string, std::string>& sections) {
+        PipelineConfig cfg = load_config_file(python::path_arg("config_yaml", "config_path", path));
+        apply_all(cfg, python::overrides_arg("config_yaml", overrides));
         for (const auto& [name, text] : sections) cfg.extra_sections[name] = text;
         return to_yaml(cfg);
       },
-      py::arg("config_path"), py::arg("overrides") = std::map<std::string, std::string>{},
+      py::arg("config_path"), py::arg("overrides") = py::dict(),
       py::arg("sections") = std::map<std::string, std::string>{},
       "The config at config_path with `overrides` applied, written back as YAML (str, to_yaml: the\n"
       "loader's keys, load_config gives back the same fields), its extra sections replaced by\n"
@@ -105,12 +105,14 @@ void bind_compile(py::module_& m) {
       "Raises ConfigError like load_config.");
   m.def(
       "compile_text",
-      [](const std::string& yaml, bool expanded, const std::string& platform,
-         const std::map<std::string, std::string>& overrides) {
-        return compile_config(load_config_text(yaml, "<text>"), overrides, expanded, platform);
+      [](const py::object& yaml, const py::object& expanded, const py::object& platform, const py::object& overrides) {
+        return compile_config(load_config_text(python::str_arg("compile_text", "yaml_text", yaml), "<text>"),
+                              python::overrides_arg("compile_text", overrides),
+                              python::bool_arg("compile_text", "expanded", expanded),
+                              python::str_arg("compile_text", "platform", platform));
       },
       py::arg("yaml_text"), py::arg("expanded") = true, py::arg("platform") = "cpu-serial",
-      py::arg("overrides") = std::map<std::string, std::string>{}, "As compile(), from YAML text.");
+      py::arg("overrides") = py::dict(), "As compile(), from YAML text.");
   m.def(
       "platform_profiles",
       [] {
@@ -131,22 +133,24 @@ void bind_compile(py::module_& m) {
 void bind_verify(py::module_& m) {
   m.def(
       "verify",
-      [](const std::string& programs_json, const std::string& platform) {
+      [](const py::object& programs_json, const py::object& platform) {
         VerifyOptions vo;
-        vo.platforms = parse_platform_list(platform);
+        vo.platforms = parse_platform_list(python::str_arg("verify", "platform", platform));
         std::vector<std::string> out;
-        for (const Violation& v : verify(parse_json(programs_json), vo)) out.push_back(v.to_string());
+        for (const Violation& v : verify(parse_json(python::str_arg("verify", "programs_json", programs_json)), vo))
+          out.push_back(v.to_string());
         return out;
       },
       py::arg("programs_json"), py::arg("platform") = "all",
       "Verify a ProgramSet JSON; returns the violation messages (empty list: verified).");
   m.def(
       "verify_text",
-      [](const std::string& text, const std::string& platform) {
+      [](const py::object& text, const py::object& platform) {
         VerifyOptions vo;
-        vo.platforms = parse_platform_list(platform);
+        vo.platforms = parse_platform_list(python::str_arg("verify_text", "platform", platform));
         std::vector<std::string> out;
-        for (const Violation& v : verify(parse_program_set(text), vo)) out.push_back(v.to_string());
+        for (const Violation& v : verify(parse_program_set(python::str_arg("verify_text", "programs_text", text)), vo))
+          out.push_back(v.to_string());
         return out;
       },
       py::arg("programs_text"), py::arg("platform") = "all", "Verify programs in canonical text form.");
@@ -156,16 +160,25 @@ void bind_verify(py::module_& m) {
 void bind_sim_analyze(py::module_& m) {
   m.def(
       "simulate",
-      [](const std::string& path, const std::string& reduce_grad, bool cluster, const py::object& trials_arg,
-         const py::object& seed_arg, const std::string& trace, const std::string& svg,
-         const std::map<std::string, std::string>& overrides, const std::string& platform) {
-        const auto trials = ppstream::python::int_arg<int32_t>("simulate", "trials", trials_arg, 1);
+      [](const py::object& path_o, const py::object& reduce_grad_o, const py::object& cluster_o,
+         const py::object& trials_o, const py::object& seed_o, const py::object& trace_o,
+         const py::object& svg_o, const py::object& overrides_o, const py::object& platform_o,
+         const py::object& trace_every_rank_o) {
+        const std::string path = python::path_arg("simulate", "config_path", path_o);
+        const std::string reduce_grad = python::str_arg("simulate", "reduce_grad", reduce_grad_o, "");
+        const bool cluster = python::bool_arg("simulate", "cluster", cluster_o);
+        const auto trials = python::int_arg<int32_t>("simulate", "trials", trials_o, 1);
         std::optional<uint64_t> seed;
-        if (!seed_arg.is_none()) seed = ppstream::python::int_arg<uint64_t>("simulate", "seed", seed_arg);
+        if (!seed_o.is_none()) seed = python::int_arg<uint64_t>("simulate", "seed", seed_o);
+        const std::string trace = python::path_arg("simulate", "trace", trace_o, true);
+        const std::string svg = python::path_arg("simulate", "svg", svg_o, true);
+        const auto overrides = python::overrides_arg("simulate", overrides_o);
+        const std::string platform = python::str_arg("simulate", "platform", platform_o);
+        const bool every_rank = python::bool_arg("simulate", "trace_every_rank", trace_every_rank_o);
         PipelineConfig cfg = load_config_file(path);
         apply_all(cfg, overrides);
         try {
-          return sim::simulate_json(cfg, reduce_grad, cluster, trials, seed, trace, svg, platform, {path});
+          return sim::simulate_json(cfg, reduce_grad, cluster, trials, seed, trace, svg, platform, {path}, every_rank);
         } catch (const sim::WriteError& e) {  // OSError (errno, its text, the path), as open() raises
           errno = e.error();
           PyErr_SetFromErrnoWithFilename(PyExc_OSError, e.path().c_str());
@@ -173,30 +186,34 @@ void bind_sim_analyze(py::module_& m) {
         }
       },
       py::arg("config_path"), py::arg("reduce_grad") = "", py::arg("cluster") = false, py::arg("trials") = 1,
-      py::arg("seed") = py::none(), py::arg("trace") = "", py::arg("svg") = "",
-      py::arg("overrides") = std::map<std::string, std::string>{}, py::arg("platform") = "ascend-mindspore",
-      "Simulate one training step (docs/simulate.md): reduce_grad 'inline' | 'async' | 'both' | '' (the\n"
+      py::arg("seed") = py::none(), py::arg("trace") = "", py::arg("svg") = "", py::arg("overrides") = py::dict(),
+      py::arg("platform") = "ascend-mindspore", py::arg("trace_every_rank") = false,
+      "Simulate one training step (docs/simulate.md): reduce_grad 'inline' | 'async' | 'both' | '' or None (the\n"
       "config's); cluster=True runs every PP replica of the world; trials>1 draws stragglers per seed;\n"
       "platform: the engine profile (ascend-mindspore, ascend-mindspore-one-comm-stream, cpu-serial).\n"
-      "Writes a Chrome trace / SVG when paths are given (OSError if it cannot); returns the metrics JSON\n"
-      "(str, times in ms).");
+      "Writes a Chrome trace / SVG when paths are given (OSError if it cannot); trace_every_rank=True (with\n"
+      "cluster=True) draws every rank in the trace, as ppstream.whatif needs. Returns the metrics JSON\n"
+      "(str, times in ms). Argument types: docs/python.md.");
   m.def(
       "analyze",
-      [](const std::vector<std::string>& paths, const py::object& step) {
+      [](const py::object& paths, const py::object& step) {
         analyze::AnalyzeOptions o;
-        if (!step.is_none()) o.step = ppstream::python::int_arg<int64_t>("analyze", "step", step);
-        return analyze::analyze_paths(paths, o).to_json();
+        if (!step.is_none()) o.step = python::int_arg<int64_t>("analyze", "step", step);
+        return analyze::analyze_paths(python::paths_arg("analyze", "paths", paths), o).to_json();
       },
       py::arg("paths"), py::arg("step") = py::none(),
-      "Analyze traces (Ascend profiler directories, Kineto JSON[.gz], ppstream traces); returns the\n"
-      "metrics JSON (str) of `ppstream analyze --json` (docs/analyze.md). Raises ValueError naming the\n"
-      "file and offset for malformed input.");
+      "Analyze traces (Ascend profiler directories, Kineto JSON[.gz], ppstream traces): paths a path or a\n"
+      "list of paths (str, bytes, os.PathLike); returns the metrics JSON (str) of `ppstream analyze --json`\n"
+      "(docs/analyze.md). Raises ValueError naming the file and offset for malformed input.");
   m.def(
       "diff",
-      [](const std::vector<std::string>& baseline, const std::vector<std::string>& optimized) {
-        return analyze::diff_paths(baseline, optimized).to_json();
+      [](const py::object& baseline, const py::object& optimized) {
+        return analyze::diff_paths(python::paths_arg("diff", "baseline", baseline),
+                                   python::paths_arg("diff", "optimized", optimized))
+            .to_json();
       },
-      py::arg("baseline"), py::arg("optimized"), "Metric-by-metric comparison (JSON str) of two trace sets.");
+      py::arg("baseline"), py::arg("optimized"),
+      "Metric-by-metric comparison (JSON str) of two trace sets, each a path or a list of paths.");
 }
 
 // to_text, to_json and dp_group: program forms and the HSDP group formula
@@ -223,10 +240,16 @@ void bind_formats(py::module_& m) {
       "The overlap-never-slower check (include/ppstream/sim/overlap_check.h) over the verify grid\n"
       "(defaults: the whole `ppstream verify --grid`): {'configs', 'comparisons', 'regressions'}.");
   m.def(
-      "to_text", [](const std::string& programs_json) { return to_text(parse_json(programs_json)); },
+      "to_text",
+      [](const py::object& programs_json) {
+        return to_text(parse_json(python::str_arg("to_text", "programs_json", programs_json)));
+      },
       py::arg("programs_json"), "Canonical text form of a ProgramSet JSON.");
   m.def(
-      "to_json", [](const std::string& programs_text) { return to_json(parse_program_set(programs_text)); },
+      "to_json",
+      [](const py::object& programs_text) {
+        return to_json(parse_program_set(python::str_arg("to_json", "programs_text", programs_text)));
+      },
       py::arg("programs_text"), "JSON form of programs given as canonical text.");
   m.def(
       "dp_group",
@@ -383,9 +406,17 @@ PyObject* g_lift_error = nullptr;
 // through the Python API an error names the Python argument instead ("reduce_grad X: …"): one
 // rewrite of the flags that are Python arguments, not a second copy of every message.
 std::string python_spelling(std::string msg) {
+  // Advice to re-run a command: its Python call (whatif's lifting of a trace missing ranks).
+  static const std::pair<std::string_view, std::string_view> kCommands[] = {
+      {"`ppstream simulate --cluster --trace-every-rank`",
+       "`ppstream.simulate(config_path, cluster=True, trace_every_rank=True, trace=...)`"}};
+  for (const auto& [command, call] : kCommands)
+    for (size_t at = msg.find(command); at != std::string::npos; at = msg.find(command, at + call.size()))
+      msg.replace(at, command.size(), call);
   static const std::pair<std::string_view, std::string_view> kFlags[] = {
       {"--reduce-grad", "reduce_grad"}, {"--trials", "trials"}, {"--steps", "steps"}, {"--step", "step"},
-      {"--seed", "seed"}, {"--agg", "agg"}, {"--platform", "platform"}, {"--set", "overrides"}};
+      {"--seed", "seed"}, {"--agg", "agg"}, {"--platform", "platform"}, {"--set", "overrides"},
+      {"--trace-every-rank", "trace_every_rank=True"}, {"--cluster", "cluster=True"}};
   for (const auto& [flag, arg] : kFlags)
     for (size_t at = msg.find(flag); at != std::string::npos; at = msg.find(flag, at)) {
       const size_t end = at + flag.size();

@@ -219,7 +219,8 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
 
 std::string simulate_json(const PipelineConfig& cfg, const std::string& reduce_grad, bool cluster, int32_t trials,
                           std::optional<uint64_t> seed, const std::string& trace_path, const std::string& svg_path,
-                          const std::string& platform, const std::vector<std::string>& inputs) {
+                          const std::string& platform, const std::vector<std::string>& inputs,
+                          bool trace_every_rank) {
   SimOptions o;
   o.inputs = inputs;
   const auto kind = parse_platform(platform);
@@ -231,6 +232,7 @@ std::string simulate_json(const PipelineConfig& cfg, const std::string& reduce_g
   o.seed = seed;
   o.trace_path = trace_path;
   o.svg_path = svg_path;
+  o.trace_every_rank = trace_every_rank;
   return report_json(simulate(cfg, o));
 }
 

@@ -4,6 +4,7 @@ xfail(strict): the suite stays green; when a fault is fixed its test XPASSes, wh
 fixer removes that test's marker and keeps the test. All six are fixed (tunefix: 4, 5, 6; wfix: 2,
 3, 7): every test runs unmarked."""
 import json, os, pathlib, shutil, subprocess, sys
+import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -219,3 +220,138 @@ def test_a_timer_op_without_dur_is_a_located_error(tmp_path):
     bad.write_text(json.dumps(doc))
     r = run("whatif", bad)
     assert r.returncode != 0 and f"event #{k} '{events[k]['name']}': timer op without \"dur\"" in r.stderr, r.stderr
+
+
+# Third round (faults, from breaker3's fresh-user run): the Python API's argument types. Each
+# test failed on 4a547bd's install (pybind11's whole-signature TypeError, or a refusal).
+MISSING = "/nonexistent/ppstream-faults"  # an argument checked first never reads it
+
+# (entry, its arguments that are right, the wrong one, what the error says): every argument of
+# every entry the top-level package exports, each given a wrong type.
+WRONG_TYPES = [
+    ("simulate", dict(config_path=MISSING), dict(config_path=5), r"simulate: config_path: expected a path \(str, bytes or os\.PathLike\), not int"),
+    ("simulate", dict(config_path=MISSING), dict(reduce_grad=1), r"simulate: reduce_grad: expected a str or None, not int"),
+    ("simulate", dict(config_path=MISSING), dict(cluster="yes"), r"simulate: cluster: expected True or False, not str"),
+    ("simulate", dict(config_path=MISSING), dict(cluster=1), r"simulate: cluster: expected True or False, not int"),
+    ("simulate", dict(config_path=MISSING), dict(trials=2.0), r"simulate: trials: expected an int, not float"),
+    ("simulate", dict(config_path=MISSING), dict(trials=True), r"simulate: trials: expected an int, not bool"),
+    ("simulate", dict(config_path=MISSING), dict(seed="1"), r"simulate: seed: expected an int, not str"),
+    ("simulate", dict(config_path=MISSING), dict(trace=5), r"simulate: trace: expected a path \(str, bytes or os\.PathLike\) or None, not int"),
+    ("simulate", dict(config_path=MISSING), dict(svg=[]), r"simulate: svg: expected a path .* or None, not list"),
+    ("simulate", dict(config_path=MISSING), dict(overrides=[("a", "b")]), r"simulate: overrides: expected a dict of config key \(str\) -> value, not list"),
+    ("simulate", dict(config_path=MISSING), dict(overrides={"micro_batch_num": True}), r"simulate: overrides\['micro_batch_num'\]: expected a str, int or float .*, not bool"),
+    ("simulate", dict(config_path=MISSING), dict(overrides={1: "2"}), r"simulate: overrides: key 1: expected a str \(a config key\), not int"),
+    ("simulate", dict(config_path=MISSING), dict(platform=None), r"simulate: platform: expected a str, not NoneType"),
+    ("simulate", dict(config_path=MISSING), dict(trace_every_rank=1), r"simulate: trace_every_rank: expected True or False, not int"),
+    ("analyze", {}, dict(paths=5), r"analyze: paths: expected a path \(str, bytes or os\.PathLike\) or a list of paths, not int"),
+    ("analyze", {}, dict(paths=[MISSING, 5]), r"analyze: paths\[1\]: expected a path .*, not int"),
+    ("analyze", dict(paths=MISSING), dict(step=1.0), r"analyze: step: expected an int, not float"),
+    ("analyze", dict(paths=MISSING), dict(step=np.bool_(True)), r"analyze: step: expected an int, not bool"),
+    ("diff", dict(optimized=MISSING), dict(baseline=5), r"diff: baseline: expected a path .* or a list of paths, not int"),
+    ("diff", dict(baseline=MISSING), dict(optimized=[None]), r"diff: optimized\[0\]: expected a path .*, not NoneType"),
+    ("whatif", dict(paths=MISSING), dict(paths=5), r"ppstream.whatif: paths: expected a path .* or a list of paths, not int"),
+    ("whatif", dict(paths=MISSING), dict(agg=None), r"whatif: agg: expected a str, not NoneType"),
+    ("whatif", dict(paths=MISSING), dict(reduce_grad=1), r"whatif: reduce_grad: expected a str or None, not int"),
+    ("whatif", dict(paths=MISSING), dict(steps=1.5), r"whatif: steps: expected None, an int or \(first, last\), not float"),
+    ("whatif", dict(paths=MISSING), dict(steps=True), r"whatif: steps: expected None, an int or \(first, last\), not bool"),
+    ("whatif", dict(paths=MISSING), dict(steps=(1, 2.0)), r"whatif: steps: expected an int, not float"),
+    ("whatif", dict(paths=MISSING), dict(svg=5), r"ppstream.whatif: svg: expected a path .*, not int"),
+    ("whatif", dict(paths=MISSING), dict(trace=5), r"ppstream.whatif: trace: expected a path .*, not int"),
+    ("whatif", dict(paths=MISSING), dict(progress="yes"), r"whatif: progress: expected None, a bool or a callable"),
+    ("compile", {}, dict(config_path=5), r"compile: config_path: expected a path .*, not int"),
+    ("compile", dict(config_path=MISSING), dict(expanded="no"), r"compile: expanded: expected True or False, not str"),
+    ("compile", dict(config_path=MISSING), dict(platform=1), r"compile: platform: expected a str, not int"),
+    ("compile", dict(config_path=MISSING), dict(overrides=5), r"compile: overrides: expected a dict .*, not int"),
+    ("compile_text", {}, dict(yaml_text=5), r"compile_text: yaml_text: expected a str, not int"),
+    ("compile_text", dict(yaml_text=""), dict(expanded=0), r"compile_text: expanded: expected True or False, not int"),
+    ("verify", {}, dict(programs_json=b"{}"), r"verify: programs_json: expected a str, not bytes"),
+    ("verify", dict(programs_json="{}"), dict(platform=None), r"verify: platform: expected a str, not NoneType"),
+    ("verify_text", {}, dict(programs_text=5), r"verify_text: programs_text: expected a str, not int"),
+    ("verify_text", dict(programs_text=""), dict(platform=1), r"verify_text: platform: expected a str, not int"),
+    ("to_text", {}, dict(programs_json=None), r"to_text: programs_json: expected a str, not NoneType"),
+    ("to_json", {}, dict(programs_text=[]), r"to_json: programs_text: expected a str, not list"),
+]
+
+
+
+@pytest.mark.parametrize("entry,right,wrong,message", WRONG_TYPES,
+                         ids=[f"{e}-{next(iter(w))}-{type(next(iter(w.values()))).__name__}" for e, _, w, _ in WRONG_TYPES])
+def test_every_argument_of_a_wrong_type_is_a_type_error_naming_it(entry, right, wrong, message):
+    import ppstream
+    with pytest.raises(TypeError, match=message):
+        getattr(ppstream, entry)(**{**right, **wrong})
+
+
+def _figures(report_json):
+    d = json.loads(report_json)
+    for policy in d["policies"].values():
+        policy.pop("engine_wall_ms")  # the one wall-clock figure
+    return d
+
+
+def test_numpy_integers_are_taken_wherever_an_int_is():
+    import ppstream
+    want = ppstream.whatif(ST, steps=23, progress=False)["slowdown"]
+    assert ppstream.whatif(ST, steps=np.int64(23), progress=False)["slowdown"] == want
+    assert ppstream.whatif(ST, steps=(np.int32(23), np.uint8(23)), progress=False)["slowdown"] == want
+    assert _figures(ppstream.simulate(str(SMALL), trials=np.int64(3), seed=np.uint64(7))) == \
+        _figures(ppstream.simulate(str(SMALL), trials=3, seed=7))
+    # An override value may be an int (or a numpy one), written as --set takes it.
+    assert _figures(ppstream.simulate(str(SMALL), overrides={"micro_batch_num": np.int64(8)})) == \
+        _figures(ppstream.simulate(str(SMALL), overrides={"micro_batch_num": "8"}))
+
+
+def test_one_path_or_a_list_of_str_or_pathlike_paths_is_taken_wherever_paths_are(tmp_path):
+    import ppstream
+    t = tmp_path / "t.json"
+    want = _figures(ppstream.simulate(str(SMALL), trace=str(t)))
+    assert _figures(ppstream.simulate(SMALL, trace=tmp_path / "u.json")) == want  # os.PathLike config and trace
+    assert _figures(ppstream.simulate(os.fsencode(SMALL), svg=None, trace=None, reduce_grad=None)) == want
+    one = ppstream.analyze([str(t)])
+    for paths in [str(t), t, [t], (str(t),), os.fsencode(t)]:
+        assert ppstream.analyze(paths) == one, paths
+    assert ppstream.diff(t, [tmp_path / "u.json"]) == ppstream.diff([str(t)], [str(tmp_path / "u.json")])
+    assert ppstream.compile(SMALL) == ppstream.compile(str(SMALL))
+    assert ppstream.whatif(ST, steps=23, progress=False, reduce_grad=None) == ppstream.whatif([ST], steps=23, progress=False)
+
+
+def test_whatif_advice_to_draw_every_rank_is_a_python_call_it_can_make(tmp_path):
+    # whatif of a cluster trace of replica 0 only said to re-run `ppstream simulate --cluster
+    # --trace-every-rank`, which Python's simulate had no argument for.
+    import ppstream
+    t = tmp_path / "t.json"
+    ppstream.simulate(SMALL, cluster=True, trace=t)
+    with pytest.raises(ppstream.LiftError) as e:
+        ppstream.whatif(t, progress=False)
+    assert "ppstream.simulate(config_path, cluster=True, trace_every_rank=True, trace=...)" in str(e.value), e.value
+    assert "--cluster" not in str(e.value) and "--trace-every-rank" not in str(e.value), e.value
+    ppstream.simulate(SMALL, cluster=True, trace_every_rank=True, trace=t)
+    assert ppstream.whatif(t, progress=False)["attributed"] is False
+
+
+def test_given_twice_through_a_link_names_both_spellings(tmp_path):
+    t = tmp_path / "t.json.gz"
+    shutil.copy(ST, t)
+    os.symlink(t, tmp_path / "s.json.gz")
+    r = run("whatif", t, tmp_path / "s.json.gz")
+    assert r.returncode == 2 and f"{tmp_path / 's.json.gz'} (the same file as {t}) is given twice" in r.stderr, r.stderr
+
+
+def test_diff_of_an_empty_side_names_the_side():
+    # It said "analyze: no input path given", neither diff nor which side.
+    import ppstream
+    with pytest.raises(ValueError, match=r"diff: baseline: no path given"):
+        ppstream.diff([], [ST])
+    with pytest.raises(ValueError, match=r"diff: optimized: no path given"):
+        ppstream.diff(ST, ())
+
+
+def test_analyze_step_of_a_trace_without_step_markers_says_so(tmp_path):
+    # It said "the traces have steps []".
+    import ppstream
+    t = tmp_path / "t.json"
+    ppstream.simulate(SMALL, trace=t)
+    with pytest.raises(ValueError, match=r"step 0: no such step marker; the traces have no step markers \(analyze them without step\)"):
+        ppstream.analyze(t, step=0)
+    r = run("analyze", t, "--step", "0")
+    assert r.returncode == 2 and "no step markers (analyze them without --step)" in r.stderr, r.stderr

@@ -28,10 +28,12 @@ void read_paths(const std::vector<std::string>& paths, TraceSet& set);
 // The same on `threads` reader threads (1: one after another on the caller's thread).
 void read_paths(const std::vector<std::string>& paths, TraceSet& set, unsigned threads);
 
-// The first of `paths` that names a file (or directory) an earlier path already names, or nullopt.
-// Paths compare by file identity (device and inode: `./a`, `a` and a link to a are one file);
-// a path that does not exist compares by its weakly canonical spelling (its reader then says it
-// is missing). whatif and tune --from-trace use it for "given twice" (docs/whatif.md "Input").
+// The first of `paths` that names a file (or directory) an earlier path already names, or nullopt;
+// spelt "LATER (the same file as EARLIER)" when the two spellings differ, so that "… is given
+// twice" names both. Paths compare by file identity (device and inode: `./a`, `a` and a link to
+// a are one file); a path that does not exist compares by its weakly canonical spelling (its
+// reader then says it is missing). whatif and tune --from-trace use it for "given twice"
+// (docs/whatif.md "Input").
 std::optional<std::string> repeated_path(const std::vector<std::string>& paths);
 // The first of `inputs` that is the same file as `out` (device and inode), or nullopt (also when
 // `out` does not exist yet). Every "an output must not be an input" check uses it: the CLI's

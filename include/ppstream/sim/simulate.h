@@ -103,10 +103,12 @@ std::string report_table(const SimReport& report);
 // reduce_grad: "inline" | "async" | "both" | "" (the config's); platform: a profile name
 // (parse_platform). Writes trace/SVG when paths are non-empty; throws WriteError if it cannot, and
 // std::invalid_argument (before the run) if one is among `inputs` (SimOptions::inputs).
+// trace_every_rank: SimOptions::trace_every_rank (Python's trace_every_rank=).
 std::string simulate_json(const PipelineConfig& cfg, const std::string& reduce_grad = "", bool cluster = false,
                           int32_t trials = 1, std::optional<uint64_t> seed = std::nullopt,
                           const std::string& trace_path = "", const std::string& svg_path = "",
-                          const std::string& platform = "ascend-mindspore", const std::vector<std::string>& inputs = {});
+                          const std::string& platform = "ascend-mindspore", const std::vector<std::string>& inputs = {},
+                          bool trace_every_rank = false);
 
 // "inline" → {INLINE}, "async" → {ASYNC}, "both" → {INLINE, ASYNC}; throws std::invalid_argument.
 std::vector<ReducePolicy> parse_policies(const std::string& text);

@@ -43,6 +43,17 @@ TEST(ReviewAnalyzeInput, TimesBeyondInt64NanosecondsAreErrors) {
   EXPECT_NE(error_of(testing::write_file(dir / "o.json", trace(R"("pid":0,"ts":{},"dur":5)")))
                 .find("event #1: \"ts\" is not a number of µs"),
             std::string::npos);
+  // The message comes from the grammar that reads the value (parse_us_to_ns): text with two
+  // points is no number, not one out of range (a second grammar, is_decimal_number, said it was).
+  for (const char* text : {"1.2.3", "1..5", ".5."}) {
+    const std::string fields = std::string(R"("pid":0,"ts":0,"dur":")") + text + "\"";
+    EXPECT_NE(error_of(testing::write_file(dir / "p.json", trace(fields))).find("\"dur\" is not a number of µs"),
+              std::string::npos)
+        << text;
+  }
+  EXPECT_NE(error_of(testing::write_file(dir / "x.json", trace(R"("pid":0,"ts":"1e999","dur":5)")))
+                .find("\"ts\" 1e999 µs is out of range"),
+            std::string::npos);
   // A plausible time still reads: 1.5 ms.
   const AnalysisResult r = analyze_paths({testing::write_file(dir / "ok.json", trace(R"("pid":0,"ts":0,"dur":1500)"))});
   EXPECT_EQ(r.to_text().find("(no error)"), std::string::npos);
