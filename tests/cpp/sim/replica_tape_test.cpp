@@ -1,0 +1,146 @@
+// The replica-vector evaluation (ppstream/engine/replica_tape.h): the template tape of replica 0,
+// evaluated over every replica, gives every timing of every rank of the expanded world's engine
+// run bit-equal (hence its step time per replica and every per-rank figure), over HSDP with
+// shard and replicate > 1, shard = 1, replicate = 1, 1F1B and interleaved schedules, inline and
+// async reductions, a lognormal draw and fixed tails on single members, and the platforms with
+// and without one communication queue per rank.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "engine/topology.h"
+#include "ppstream/config/config.h"
+#include "ppstream/engine/replica_tape.h"
+#include "ppstream/lower/lower.h"
+#include "ppstream/sim/cost_model.h"
+#include "ppstream/sim/trials.h"
+#include "small_configs.h"
+
+namespace ppstream::sim {
+namespace {
+
+const char* const kCost =
+    "cost: {forward_ms_per_layer: 1.1, backward_ms_per_layer: 2.3, grad_bytes_per_layer: 1.0e8, param_bytes_per_layer: "
+    "3.0e7, collective_alpha_ms: 0.013, shard_bandwidth_gb_per_s: 37, replicate_bandwidth_gb_per_s: 10, p2p_latency_ms: "
+    "0.1, activation_bytes: 1.0e8, p2p_bandwidth_gb_per_s: 10, host_issue_ms: 0.003}\n";
+
+// Two tails on single members (one on an UNSHARD, one on a reduction) and, when `drawn`, a
+// lognormal draw on every member of every collective.
+std::string straggler(bool drawn) {
+  return std::string("straggler: {seed: 5, tails: [{pp_rank: 1, dp_index: 1, delay_ms: 7.7, collectives: [reduce_grad]},"
+                     " {pp_rank: 2, dp_index: 0, delay_ms: 3.1, collectives: [unshard], stages: [2]}]") +
+         (drawn ? ", distribution: {kind: lognormal, median_ms: 0.9, sigma: 1.0}}\n" : "}\n");
+}
+
+std::string one_f_one_b(int shard, int replicate, const std::string& policy) {
+  return fmt::format(
+      "pipeline_parallel_size: 4\nmicro_batch_num: 6\nnum_layers: 8\n"
+      "data_parallel: {{mode: {}, shard_size: {}, replicate_size: {}, reduce_grad: {}}}\n",
+      replicate == 1 ? "fsdp" : "hsdp", shard, replicate, policy);
+}
+
+void expect_replicas_equal_expanded(const std::string& yaml, PlatformKind platform, const std::string& what) {
+  const PipelineConfig cfg = load_config_text(yaml, "test");
+  LowerOptions lo;
+  lo.expanded = true;
+  const ProgramSet expanded = compile(cfg, lo);
+  const ProgramSet tmpl = replica_template(compile(cfg), cfg.world(true));
+  const World& w = expanded.world;
+  const TrialSetup setup = trial_setup(cfg, w);
+  for (uint64_t trial : {0u, 3u}) {
+    const SimCostModel full(expanded, cfg, setup.cost, StragglerModel(setup.straggler, w, trial));
+    const SimCostModel part(tmpl, cfg, setup.cost, StragglerModel(setup.straggler, w, trial));
+    const EngineResult want = run_engine(expanded, {platform, &full});
+    ASSERT_TRUE(want.completed) << what;
+    const ReplicaTape tape = record_replica_tape(tmpl, {platform, &part});
+    ASSERT_TRUE(tape.tape) << what;
+    const ReplicaRun got = replay_replicas(tape, &part);
+    ASSERT_EQ(got.replicas(), w.dp()) << what;
+    const std::string at = fmt::format("{} trial {}", what, trial);
+    EXPECT_EQ(std::bit_cast<uint64_t>(got.makespan_ms()), std::bit_cast<uint64_t>(want.makespan_ms)) << at;
+    for (size_t pp = 0; pp < tmpl.programs.size(); ++pp)
+      for (int32_t d = 0; d < w.dp(); ++d) {
+        const size_t p = pp * static_cast<size_t>(w.dp()) + static_cast<size_t>(d);
+        ASSERT_EQ(expanded.programs[p].rank.v, tmpl.programs[pp].rank.v + d) << at;
+        const auto& row = want.timing[p];
+        ASSERT_EQ(row.size(), tmpl.programs[pp].instrs.size()) << at;
+        for (size_t i = 0; i < row.size(); ++i) {
+          const InstrTiming a = row[i], b = got.timing(static_cast<int32_t>(pp), static_cast<int32_t>(i), d);
+          ASSERT_TRUE(std::bit_cast<uint64_t>(a.issue_ms) == std::bit_cast<uint64_t>(b.issue_ms) &&
+                      std::bit_cast<uint64_t>(a.ready_ms) == std::bit_cast<uint64_t>(b.ready_ms) &&
+                      std::bit_cast<uint64_t>(a.start_ms) == std::bit_cast<uint64_t>(b.start_ms) &&
+                      std::bit_cast<uint64_t>(a.end_ms) == std::bit_cast<uint64_t>(b.end_ms))
+              << at << ": r" << expanded.programs[p].rank.v << " #" << i << ": expanded {" << a.issue_ms << ", "
+              << a.ready_ms << ", " << a.start_ms << ", " << a.end_ms << "} vector {" << b.issue_ms << ", " << b.ready_ms
+              << ", " << b.start_ms << ", " << b.end_ms << "}";
+        }
+      }
+    // Per replica: the step end of its ranks, and replica() is the same view.
+    for (int32_t d = 0; d < w.dp(); ++d) {
+      double end = 0;
+      for (size_t pp = 0; pp < tmpl.programs.size(); ++pp)
+        for (const InstrTiming& t : want.timing[pp * static_cast<size_t>(w.dp()) + static_cast<size_t>(d)])
+          end = std::max(end, t.end_ms);
+      EXPECT_EQ(got.makespan_ms(d), end) << at << " replica " << d;
+      EXPECT_EQ(got.replica(d).timing.back().back().end_ms,
+                got.timing(static_cast<int32_t>(tmpl.programs.size()) - 1,
+                           static_cast<int32_t>(tmpl.programs.back().instrs.size()) - 1, d).end_ms);
+    }
+    // With shard and replicate > 1 the draws must make replicas' timings differ for the test to
+    // mean anything (their step ends may agree: the last reductions synchronize the groups).
+    // With one group spanning the DP ranks every member ends each collective at its max: the
+    // replicas agree, and a reduction over the wrong members shows as a difference.
+    bool differ = false;
+    for (int32_t d = 1; d < w.dp() && !differ; ++d)
+      for (size_t pp = 0; pp < tmpl.programs.size() && !differ; ++pp)
+        for (size_t i = 0; i < tmpl.programs[pp].instrs.size() && !differ; ++i)
+          differ = got.timing(static_cast<int32_t>(pp), static_cast<int32_t>(i), d).end_ms !=
+                   got.timing(static_cast<int32_t>(pp), static_cast<int32_t>(i), 0).end_ms;
+    EXPECT_EQ(differ, w.shard > 1 && w.replicate > 1) << at << ": whether a replica's timings differ from replica 0's";
+  }
+}
+
+const PlatformKind kTimed[] = {PlatformKind::ASCEND_MINDSPORE, PlatformKind::ASCEND_ONE_COMM_STREAM,
+                               PlatformKind::CPU_SERIAL};
+
+TEST(ReplicaTape, HsdpInterleavedEveryReplicaBitEqualToTheExpandedRun) {
+  for (const char* policy : {"async", "inline"})
+    for (PlatformKind pk : kTimed)
+      for (bool drawn : {true, false})
+        expect_replicas_equal_expanded(fixtures::interleaved_hsdp(2, 3, policy) + kCost + straggler(drawn), pk,
+                                       fmt::format("hsdp 2x3 interleaved {} {} drawn {}", policy, to_string(pk), drawn));
+}
+
+TEST(ReplicaTape, ShardOneReplicateOneAndOneFOneB) {
+  for (PlatformKind pk : kTimed) {
+    expect_replicas_equal_expanded(one_f_one_b(1, 4, "async") + kCost + straggler(true), pk,
+                                   fmt::format("shard 1 x replicate 4 1f1b {}", to_string(pk)));
+    expect_replicas_equal_expanded(one_f_one_b(4, 1, "inline") + kCost + straggler(true), pk,
+                                   fmt::format("fsdp 4 1f1b {}", to_string(pk)));
+    expect_replicas_equal_expanded(one_f_one_b(3, 2, "async") + kCost + straggler(false), pk,
+                                   fmt::format("hsdp 3x2 1f1b fixed tails {}", to_string(pk)));
+  }
+}
+
+TEST(ReplicaTape, TemplateTopologyFormsOneMemberInstancesAndRefusesOtherReplicas) {
+  const PipelineConfig cfg = load_config_text(fixtures::interleaved_hsdp(2, 3, "async"), "test");
+  ProgramSet tmpl = replica_template(compile(cfg), cfg.world(true));
+  const engine::Topology plain = engine::build_topology(tmpl);
+  ASSERT_FALSE(plain.errors.empty());
+  EXPECT_NE(plain.errors.front().message.find("expanded set lacks"), std::string::npos) << plain.errors.front().message;
+  const engine::Topology t = engine::build_topology(tmpl, true);
+  ASSERT_TRUE(t.errors.empty()) << t.errors.front().message;
+  ASSERT_FALSE(t.instances.empty());
+  for (const engine::CollectiveInstance& ci : t.instances) EXPECT_EQ(ci.size, 1);
+  tmpl.programs[1].rank = Rank{tmpl.programs[1].rank.v + 1};
+  const engine::Topology bad = engine::build_topology(tmpl, true);
+  ASSERT_FALSE(bad.errors.empty());
+  EXPECT_THROW(record_replica_tape(tmpl, {PlatformKind::ASCEND_MINDSPORE, nullptr}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace ppstream::sim
