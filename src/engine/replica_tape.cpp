@@ -28,6 +28,17 @@ ProgramSet replica_template(ProgramSet one, const World& world) {
   return one;
 }
 
+void renumber_replica(ProgramSet& tmpl, int32_t d) {
+  const int32_t dp = tmpl.world.dp();
+  if (!tmpl.world.expanded || d < 0 || d >= dp)
+    throw std::invalid_argument(fmt::format("renumber_replica: replica {} of an expanded world of dp {}", d, dp));
+  for (Program& p : tmpl.programs) {
+    p.rank = Rank{p.pp_rank * dp + d};
+    for (Instr& i : p.instrs)
+      for (P2POp& op : i.p2p) op.peer = Rank{op.peer.v / dp * dp + d};
+  }
+}
+
 size_t ReplicaTape::bytes() const { return (tape ? tape->bytes() : 0) + reduce.capacity(); }
 
 ReplicaTape record_replica_tape(const ProgramSet& tmpl, const EngineOptions& opts) {

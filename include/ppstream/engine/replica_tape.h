@@ -42,6 +42,10 @@ namespace ppstream {
 // expand-world pass makes for dp index 0 (rank pp_rank × dp, each P2P peer × dp), nothing else.
 ProgramSet replica_template(ProgramSet one_replica, const World& world);
 
+// Renumbers a template set (or one already renumbered) to replica d: rank pp_rank × dp + d,
+// each P2P peer likewise. The expanded set's programs of replica d, without copying them.
+void renumber_replica(ProgramSet& tmpl, int32_t d);
+
 // The template tape of a template set, and what its vector replay needs besides.
 struct ReplicaTape {
   std::shared_ptr<const Tape> tape;  // null: the template run deadlocked

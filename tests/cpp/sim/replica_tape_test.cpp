@@ -17,6 +17,7 @@
 #include "ppstream/engine/replica_tape.h"
 #include "ppstream/lower/lower.h"
 #include "ppstream/sim/cost_model.h"
+#include "ppstream/sim/simulate.h"
 #include "ppstream/sim/trials.h"
 #include "small_configs.h"
 
@@ -140,6 +141,35 @@ TEST(ReplicaTape, TemplateTopologyFormsOneMemberInstancesAndRefusesOtherReplicas
   const engine::Topology bad = engine::build_topology(tmpl, true);
   ASSERT_FALSE(bad.errors.empty());
   EXPECT_THROW(record_replica_tape(tmpl, {PlatformKind::ASCEND_MINDSPORE, nullptr}), std::invalid_argument);
+}
+
+// simulate --cluster from the replica vector (SimOptions::replica_vector, the default) reports
+// what the expanded world's engine runs report: the whole JSON (every rank's figures, replica
+// 0's waits and P2P timings, the critical path with its ranks and texts, memory, every trial's
+// step time), the engine's wall time aside.
+std::string cluster_json(const std::string& yaml, bool vector, int32_t trials, PlatformKind platform) {
+  SimOptions o;
+  o.cluster = true;
+  o.trials = trials;
+  o.threads = 2;
+  o.platform = platform;
+  o.replica_vector = vector;
+  o.policies = {ReducePolicy::INLINE, ReducePolicy::ASYNC};
+  SimReport rep = simulate(load_config_text(yaml, "test"), o);
+  for (PolicyRun& pr : rep.runs) pr.engine_wall_ms = 0;
+  return report_json(rep);
+}
+
+TEST(ReplicaTape, SimulateClusterReportsWhatTheExpandedRunsReport) {
+  const std::string configs[] = {fixtures::interleaved_hsdp(2, 3, "async") + kCost + straggler(true),
+                                 fixtures::interleaved_hsdp(3, 2, "inline") + kCost + straggler(false),
+                                 one_f_one_b(1, 4, "async") + kCost + straggler(true),
+                                 one_f_one_b(4, 1, "async") + kCost + straggler(true)};
+  for (const std::string& yaml : configs)
+    for (PlatformKind pk : {PlatformKind::ASCEND_MINDSPORE, PlatformKind::ASCEND_ONE_COMM_STREAM}) {
+      const std::string want = cluster_json(yaml, false, 4, pk);
+      EXPECT_EQ(cluster_json(yaml, true, 4, pk), want) << to_string(pk) << "\n" << yaml;
+    }
 }
 
 }  // namespace
