@@ -143,7 +143,7 @@ void group_max(double* row, GroupKind kind, const World& w) {
 
 }  // namespace
 
-ReplicaRun replay_replicas(const ReplicaTape& rt, const CostModel* cost, bool timing) {
+ReplicaRun replay_replicas(const ReplicaTape& rt, const CostModel* cost, bool timing, std::vector<double>* scratch) {
   if (!rt.tape) throw std::invalid_argument("replay_replicas: the template run deadlocked; it has no tape");
   const Tape& tape = *rt.tape;
   const ProgramSet& set = tape.set();
@@ -164,6 +164,7 @@ ReplicaRun replay_replicas(const ReplicaTape& rt, const CostModel* cost, bool ti
   for (const Program& p : set.programs) run.instr_base_.push_back(run.instr_base_.back() + static_cast<int32_t>(p.instrs.size()));
   // Every slot is written before it is read (tape order is topological): no initialization.
   std::vector<double>& values = run.values_;
+  if (!timing && scratch) values.swap(*scratch);
   values.resize(static_cast<size_t>(tape.slots()) * r);
   double* v = values.data();
   const int32_t* op = tape.operands().data();
@@ -198,7 +199,10 @@ ReplicaRun replay_replicas(const ReplicaTape& rt, const CostModel* cost, bool ti
     const double* end = v + (4 * g + 3) * r;
     for (size_t d = 0; d < r; ++d) run.makespan_[d] = std::max(run.makespan_[d], end[d]);
   }
-  if (!timing) std::vector<double>().swap(values);
+  if (!timing && scratch)
+    values.swap(*scratch);
+  else if (!timing)
+    std::vector<double>().swap(values);
   return run;
 }
 

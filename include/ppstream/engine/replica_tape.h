@@ -74,7 +74,8 @@ class ReplicaRun {
   EngineResult replica(int32_t d) const;
 
  private:
-  friend ReplicaRun replay_replicas(const ReplicaTape& tape, const CostModel* cost, bool timing);
+  friend ReplicaRun replay_replicas(const ReplicaTape& tape, const CostModel* cost, bool timing,
+                                    std::vector<double>* scratch);
   int32_t replicas_ = 0;
   std::vector<double> makespan_;
   std::vector<double> values_;       // the tape's slots × replicas (empty without timings)
@@ -82,8 +83,11 @@ class ReplicaRun {
 };
 
 // The vector evaluation of `tape` under `cost` (a model of the template set; nullptr: zero
-// cost). With `timing` false only the makespans are kept (the slot vector is freed). Throws as
-// replay_tape does for a bad cost value (naming the rank of the replica that has it).
-ReplicaRun replay_replicas(const ReplicaTape& tape, const CostModel* cost, bool timing = true);
+// cost). With `timing` false only the makespans are kept; the slot vector is then `scratch`'s
+// when given (a buffer the caller reuses across replays, e.g. one per trial worker: no page
+// faults for a fresh one each time), else freed. Throws as replay_tape does for a bad cost value
+// (naming the rank of the replica that has it).
+ReplicaRun replay_replicas(const ReplicaTape& tape, const CostModel* cost, bool timing = true,
+                           std::vector<double>* scratch = nullptr);
 
 }  // namespace ppstream

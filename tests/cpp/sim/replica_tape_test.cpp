@@ -156,8 +156,15 @@ std::string cluster_json(const std::string& yaml, bool vector, int32_t trials, P
   o.replica_vector = vector;
   o.policies = {ReducePolicy::INLINE, ReducePolicy::ASYNC};
   SimReport rep = simulate(load_config_text(yaml, "test"), o);
-  for (PolicyRun& pr : rep.runs) pr.engine_wall_ms = 0;
-  return report_json(rep);
+  std::string listed;  // what the JSON leaves out: every rank's figures and memory entry
+  for (PolicyRun& pr : rep.runs) {
+    pr.engine_wall_ms = 0;
+    for (const RankMetrics& r : pr.metrics.ranks)
+      listed += fmt::format("r{} p{} {} {} {} {} {};", r.rank.v, r.pp_rank, r.compute_ms, r.compute_wait_ms,
+                            r.reduce_exposed_ms, r.step_end_ms, r.longest_compute_wait ? r.longest_compute_wait->cause : "");
+    for (const RankMemory& r : pr.memory.ranks) listed += fmt::format("m{} {} {};", r.rank.v, r.computed, r.peak_bytes);
+  }
+  return report_json(rep) + listed;
 }
 
 TEST(ReplicaTape, SimulateClusterReportsWhatTheExpandedRunsReport) {
