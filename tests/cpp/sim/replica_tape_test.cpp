@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <sstream>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -19,6 +20,7 @@
 #include "ppstream/sim/cost_model.h"
 #include "ppstream/sim/simulate.h"
 #include "ppstream/sim/trials.h"
+#include "../cli_run.h"
 #include "small_configs.h"
 
 namespace ppstream::sim {
@@ -177,6 +179,29 @@ TEST(ReplicaTape, SimulateClusterReportsWhatTheExpandedRunsReport) {
       const std::string want = cluster_json(yaml, false, 4, pk);
       EXPECT_EQ(cluster_json(yaml, true, 4, pk), want) << to_string(pk) << "\n" << yaml;
     }
+}
+
+// The CLI's check: --cluster-engine expanded prints what the default (replica) prints, the
+// engine's wall time aside; another value is refused (exit 2) naming the option.
+TEST(ReplicaTape, ClusterEngineFlagSelectsTheEngineNotTheOutput) {
+  const std::string cfg = std::string(PPSTREAM_SOURCE_DIR) + "/examples/small-pp2-vpp2-hsdp.yaml";
+  const auto wall = [](const std::string& s) {  // every line but the "engine_wall_ms" ones
+    std::istringstream in(s);
+    std::string out;
+    for (std::string line; std::getline(in, line);)
+      if (line.find("engine_wall_ms") == std::string::npos) out += line + "\n";
+    return out;
+  };
+  const auto a = testing_cli::run_ppstream("simulate " + cfg + " --cluster --trials 3 --quiet --json --reduce-grad both");
+  const auto b = testing_cli::run_ppstream("simulate " + cfg +
+                                           " --cluster --cluster-engine expanded --trials 3 --quiet --json --reduce-grad both");
+  ASSERT_EQ(a.rc, 0) << a.out;
+  ASSERT_EQ(b.rc, 0) << b.out;
+  EXPECT_NE(a.out.find("engine_wall_ms"), std::string::npos);
+  EXPECT_EQ(wall(a.out), wall(b.out));
+  const auto bad = testing_cli::run_ppstream("simulate " + cfg + " --cluster --cluster-engine vector 2>&1");
+  EXPECT_EQ(bad.rc, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--cluster-engine"), std::string::npos) << bad.out;
 }
 
 }  // namespace
