@@ -129,20 +129,21 @@ void bench_cluster() {
   const auto workers = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   std::printf("simulate seed-300b-moe.yaml (compile + verify + every trial + metrics; trials on %d worker threads)\n",
               workers);
-  std::printf("%-48s %8s %8s %6s %6s %12s  %-22s %s\n", "run", "wall_s", "cpu_s", "cores", "load", "peak_rss_gb",
-              "issue (before)", "goal");
-  // Each row is printed as soon as it is measured (the last ones take minutes). cores = cpu_s /
-  // wall_s, the cores the child had on average; load: the 1-minute load average as the row began
-  // (with the kernel's autogroup scheduling another session's busy core halves a 2-core share).
-  auto row = [](const char* what, const char* before, const char* goal, const std::function<Sample()>& run) {
-    double load = NAN;
-    if (getloadavg(&load, 1) != 1) load = NAN;
-    const Sample s = run();
-    std::printf("%-48s %8.2f %8.2f %6.2f %6.1f %12.2f  %-22s %s\n", what, s.seconds, s.cpu_seconds,
-                s.cpu_seconds / s.seconds, load, s.rss_mib * 1048576.0 / 1e9, before, goal);
+  // Each run twice: the expanded world's engine (SimOptions::replica_vector false, what main ran
+  // before the replica vector) and the replica vector (the default); the same output.
+  // cores = cpu_s / wall_s of the vector run, the cores the child had on average; load: the
+  // 1-minute load average as the row began (with the kernel's autogroup scheduling another
+  // session's busy core halves a 2-core share).
+  std::printf("%-48s %8s %8s %8s  %8s %8s %8s %6s %6s  %-22s %s\n", "run", "exp_wall", "exp_cpu", "exp_gb", "vec_wall",
+              "vec_cpu", "vec_gb", "cores", "load", "issue (before)", "goal");
+  // Each row is printed as soon as it is measured (the last ones take minutes).
+  auto row = [](const char* what, const char* before, const char* goal, double load, const Sample& e, const Sample& v) {
+    std::printf("%-48s %8.2f %8.2f %8.2f  %8.2f %8.2f %8.2f %6.2f %6.1f  %-22s %s\n", what, e.seconds, e.cpu_seconds,
+                e.rss_mib * 1048576.0 / 1e9, v.seconds, v.cpu_seconds, v.rss_mib * 1048576.0 / 1e9,
+                v.cpu_seconds / v.seconds, load, before, goal);
     std::fflush(stdout);
   };
-  auto cluster = [&](int trials, const char* replicate, const PipelineConfig* from = nullptr) {
+  auto cluster = [&](int trials, const char* replicate, const PipelineConfig* from, bool vector) {
     return measure(trials, [&] {
       PipelineConfig cfg = from ? *from : base;
       if (replicate) apply_overrides(cfg, {{"data_parallel.replicate_size", replicate}});
@@ -150,17 +151,25 @@ void bench_cluster() {
       o.cluster = true;
       o.trials = trials;
       o.threads = workers;
+      o.replica_vector = vector;
       sim::simulate(cfg, o);
     });
   };
-  row("--cluster (16,384 ranks)", "6.1-8.6 s, 0.9 GB", "", [&] { return cluster(1, nullptr); });
-  row("--cluster --trials 10", "49 s", "", [&] { return cluster(10, nullptr); });
+  auto both = [&](const char* what, const char* before, const char* goal, int trials, const char* replicate,
+                  const PipelineConfig* from = nullptr) {
+    double load = NAN;
+    if (getloadavg(&load, 1) != 1) load = NAN;
+    const Sample e = cluster(trials, replicate, from, false);
+    row(what, before, goal, load, e, cluster(trials, replicate, from, true));
+  };
+  both("--cluster (16,384 ranks)", "6.1-8.6 s, 0.9 GB", "", 1, nullptr);
+  both("--cluster --trials 10", "49 s", "", 10, nullptr);
   // The seed's 100 trials are one draw (one engine run); the goal's figure is the tail
   // example's 100 drawn trials (100 engine runs), the last 16,384-rank row.
-  row("--cluster --trials 100 (one draw)", "~8 min (10 x 49 s)", "", [&] { return cluster(100, nullptr); });
-  row("tail example --cluster --trials 10 (drawn)", "", "", [&] { return cluster(10, nullptr, &tail); });
-  row("tail example --cluster --trials 100 (drawn)", "~8 min (10 x 49 s)", "< 60 s", [&] { return cluster(100, nullptr, &tail); });
-  row("--cluster, replicate_size=1024 (131,072 ranks)", "63 s, 7.1 GB", "< 10 s, < 4 GB", [&] { return cluster(1, "1024"); });
+  both("--cluster --trials 100 (one draw)", "~8 min (10 x 49 s)", "", 100, nullptr);
+  both("tail example --cluster --trials 10 (drawn)", "", "", 10, nullptr, &tail);
+  both("tail example --cluster --trials 100 (drawn)", "~8 min (10 x 49 s)", "< 60 s", 100, nullptr, &tail);
+  both("--cluster, replicate_size=1024 (131,072 ranks)", "63 s, 7.1 GB", "< 10 s, < 4 GB", 1, "1024");
   double load[3] = {NAN, NAN, NAN};
   if (getloadavg(load, 3) > 0) std::printf("load average now: %.1f %.1f %.1f\n", load[0], load[1], load[2]);
   std::printf("\n");

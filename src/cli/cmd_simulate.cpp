@@ -19,6 +19,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
     std::string trace, svg;
     bool json = false, cluster = false, quiet = false, trace_every_rank = false;
     std::string platform = "ascend-mindspore";
+    std::string cluster_engine = "replica";
     int32_t trials = 1;
     int32_t threads = 0;
     std::optional<int64_t> seed;  // signed so that CLI11 rejects "-1" instead of wrapping it to 2^64 - 1
@@ -34,6 +35,10 @@ void register_simulate(CLI::App& app, int& exit_code) {
   cmd->add_option("--svg", args->svg, "write an SVG pipeline diagram (both policies stacked)");
   cmd->add_flag("--json", args->json, "print the metrics JSON instead of the table");
   cmd->add_flag("--cluster", args->cluster, "simulate every DP replica of the world (rank = pp_rank*dp + dp_index)");
+  cmd->add_option("--cluster-engine", args->cluster_engine,
+                  "with --cluster: replica (default: every replica from replica 0's tape where it can, the same output) "
+                  "or expanded (the expanded world's engine run, the check) (docs/simulate.md \"Replica vector\")")
+      ->check(CLI::IsMember({"replica", "expanded"}));
   cmd->add_option("--trials", args->trials, "seeded straggler draws; prints p50/p90/p99 and the mean of the step time")->check(CLI::Range(1, std::numeric_limits<int32_t>::max()));
   cmd->add_option("--threads", args->threads, "worker threads for the trials (0: one per hardware thread); results do not depend on it")
       ->check(CLI::Range(0, 4096));
@@ -61,6 +66,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
     if (args->seed) o.seed = static_cast<uint64_t>(*args->seed);
     o.trace_path = args->trace;
     o.trace_every_rank = args->trace_every_rank;
+    o.replica_vector = args->cluster_engine == "replica";
     o.svg_path = args->svg;
     if (!ca.path.empty()) o.inputs.push_back(ca.path);
     const bool bar = !args->quiet && (args->trials > 1 || args->cluster) && isatty(fileno(stderr));

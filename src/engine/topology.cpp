@@ -43,6 +43,24 @@ void check_ranks(const ProgramSet& set, Topology& t) {
   std::sort(t.rank_index.begin(), t.rank_index.end());
 }
 
+// A replica template holds replica 0 of an expanded world: one program per PP rank, rank
+// pp_rank * dp (dp index 0).
+void check_template(const ProgramSet& set, Topology& t) {
+  const World& w = set.world;
+  if (!w.expanded) {
+    t.errors.push_back({0, kNone, "a replica template needs an expanded world (world.expanded)"});
+    return;
+  }
+  if (world_size_error(w)) return;  // check_ranks reported it
+  for (size_t p = 0; p < set.programs.size(); ++p) {
+    const Program& prog = set.programs[p];
+    if (prog.rank.v % w.dp() != 0)
+      t.errors.push_back({i32(p), kNone, fmt::format("a replica template holds replica 0 only (ranks pp_rank * dp = "
+                                                     "multiples of {}), but has r{}",
+                                                     w.dp(), prog.rank.v)});
+  }
+}
+
 // The names of the streams program `p` uses, in name order (the engine's tie-break key is the
 // stream name, not the table position), and for each table id its slot in that order. An id
 // outside the program's table is a rank-level error (the static rules then skip the program;
@@ -280,6 +298,8 @@ void form_named(const ProgramSet& set, Topology& t, bool ranks_ok) {
 }
 
 // Collective slots; in an expanded set, the k-th collective of each group forms instance k.
+// A replica template (Topology::replica_template) forms each instance of its members present
+// in the set only (replica 0's), without the "expanded set lacks" error.
 void form_collectives(const ProgramSet& set, Topology& t, std::vector<int32_t>& ids, bool ranks_ok) {
   const World& w = set.world;
   const size_t n = set.programs.size();
@@ -328,6 +348,7 @@ void form_collectives(const ProgramSet& set, Topology& t, std::vector<int32_t>& 
       bool complete = true;
       for (Rank m : t.group_ranks(kind, gid)) {
         const int32_t mp = t.prog_of_rank(m);
+        if (mp == kNone && t.replica_template) continue;
         if (mp == kNone) {
           t.errors.push_back({i32(p), kNone,
                               fmt::format("expanded set lacks r{}, a member of the {} group of r{}", m.v,
@@ -405,9 +426,10 @@ const std::string& Topology::event_name(int32_t prog, int32_t local) const {
   return id.v < p.event_names.size() ? p.event_names[id.v] : kBadId;
 }
 
-Topology build_topology(const ProgramSet& set) {
+Topology build_topology(const ProgramSet& set, bool replica_template) {
   Topology t;
   t.set = &set;
+  t.replica_template = replica_template;
   size_t total = 0;
   t.instr_base.push_back(0);
   for (const auto& p : set.programs) {
@@ -423,6 +445,7 @@ Topology build_topology(const ProgramSet& set) {
   t.stream_base.push_back(0);
   t.event_base.push_back(0);
   check_ranks(set, t);
+  if (replica_template) check_template(set, t);
   const bool ranks_ok = t.errors.empty();
   index_streams_and_events(set, t, t.instr_id_);
   t.rank_error.assign(set.programs.size(), world_size_error(set.world) ? 1 : 0);

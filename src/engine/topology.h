@@ -104,6 +104,11 @@ struct CollectiveSlot {
 
 struct Topology {
   const ProgramSet* set = nullptr;
+  // Built by build_topology(set, true): `set` is replica 0 of an expanded world (one program per
+  // PP rank) and each HSDP instance has only that replica's member (CollectiveInstance::size 1):
+  // the engine's run of it is the template of every replica (ppstream/engine/replica_tape.h).
+  // Not for the verifier (instance_ranks and member_collectives assume every member present).
+  bool replica_template = false;
   std::vector<StructuralError> errors;  // non-empty: the engine must not run the set
   // Per program: 1 when that program has a rank-level error (rank order or range, pp_rank,
   // stream count; every program when the world sizes have one). Rank and stage arithmetic on it is undefined, so the verifier's static
@@ -201,7 +206,7 @@ struct Topology {
   const std::string& event_name(int32_t prog, int32_t local) const;
 
  private:
-  friend Topology build_topology(const ProgramSet& set);
+  friend Topology build_topology(const ProgramSet& set, bool replica_template);
   std::vector<int32_t> instr_id_;  // per global instruction: the id above, kNone for other ops
   int32_t id_of(int32_t g, [[maybe_unused]] OpKind a, [[maybe_unused]] OpKind b) const {
     assert(instr(g).op == a || instr(g).op == b);
@@ -210,8 +215,9 @@ struct Topology {
 };
 
 // Builds the topology. Bad input lands in `errors`; throws std::invalid_argument only when the
-// set has too many instructions for 32-bit ids (over 2^30).
-Topology build_topology(const ProgramSet& set);
+// set has too many instructions for 32-bit ids (over 2^30). `replica_template`: see
+// Topology::replica_template (a set with a program outside replica 0 is an error).
+Topology build_topology(const ProgramSet& set, bool replica_template = false);
 
 // run_engine on a topology already built for `topo.set` (the simulator builds one per set and
 // shares it with the verifier): throws std::invalid_argument naming the first structural error.

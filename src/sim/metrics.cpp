@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -127,13 +128,17 @@ struct Walker {
     return std::nullopt;
   }
 
+  // Start from the instruction that ends last (ties: lowest program, then index).
   std::vector<CriticalStep> walk() const {
-    // Start from the instruction that ends last (ties: lowest program, then index).
     size_t p = 0, k = 0;
     double best = -1;
     for (size_t a = 0; a < set.programs.size(); ++a)
       for (size_t b = 0; b < set.programs[a].instrs.size(); ++b)
         if (t(a, b).end_ms > best + kEps) best = t(a, b).end_ms, p = a, k = b;
+    return walk_from(p, k);
+  }
+
+  std::vector<CriticalStep> walk_from(size_t p, size_t k) const {
     std::vector<CriticalStep> path;
     size_t total = 0;  // each step moves to an instruction that ends no later: at most one visit each
     for (const Program& q : set.programs) total += q.instrs.size();
@@ -179,6 +184,63 @@ struct Walker {
   }
 };
 
+// The figures of program p (its detail lists into `detail` when given).
+RankMetrics rank_metrics(const Lookups& look, const EngineResult& run, size_t p, const CostModel& cost, SimMetrics* detail) {
+  const Program& prog = look.topo.program(static_cast<int32_t>(p));
+  RankMetrics rm;
+  rm.rank = prog.rank;
+  rm.pp_rank = prog.pp_rank;
+  std::vector<std::pair<double, double>> compute, reduce;
+  for (size_t k = 0; k < prog.instrs.size(); ++k) {
+    const Instr& i = prog.instrs[k];
+    const InstrTiming& ti = run.timing[p][k];
+    const bool on_compute = i.stream == streams::kCompute;
+    rm.step_end_ms = std::max(rm.step_end_ms, ti.end_ms);
+    if (is_work(i.op)) {
+      rm.compute_ms += ti.end_ms - ti.start_ms;
+      compute.emplace_back(ti.start_ms, ti.end_ms);
+    }
+    if (i.op == OpKind::REDUCE_GRAD) reduce.emplace_back(ti.start_ms, ti.end_ms);
+    if (i.op == OpKind::BATCH && detail &&
+        std::any_of(i.p2p.begin(), i.p2p.end(), [](const P2POp& op) { return !is_send(op.kind); }))
+      detail->p2p.push_back({prog.rank, static_cast<int32_t>(k), prog.stream_name(i.stream), to_text(prog, i), ti.start_ms,
+                             ti.end_ms - cost.batch_ms(prog, i), ti.end_ms});
+    if (!on_compute) continue;
+    const std::optional<StreamWait> w = compute_wait(look, p, k, ti);
+    if (!w) continue;
+    rm.compute_wait_ms += w->ms();
+    if (w->kind == WaitKind::REDUCE) rm.reduce_exposed_ms += w->ms();
+    if (!rm.longest_compute_wait || w->ms() > rm.longest_compute_wait->ms() + kEps) rm.longest_compute_wait = w;
+    if (detail) detail->compute_waits.push_back(*w);
+  }
+  for (auto [a, b] : reduce) rm.reduce_comm_ms += b - a;
+  rm.reduce_overlap_ms = intersection(compute, reduce);
+  if (rm.reduce_comm_ms > 0) rm.reduce_overlap_ratio = rm.reduce_overlap_ms / rm.reduce_comm_ms;
+  return rm;
+}
+
+// The set-level sums over ranks, in set order.
+struct Totals {
+  double comm = 0, overlap = 0;
+};
+
+void add_rank(SimMetrics& m, Totals& tot, RankMetrics rm) {
+  tot.comm += rm.reduce_comm_ms;
+  tot.overlap += rm.reduce_overlap_ms;
+  m.reduce_exposed_ms = std::max(m.reduce_exposed_ms, rm.reduce_exposed_ms);
+  m.ideal_compute_ms = std::max(m.ideal_compute_ms, rm.compute_ms);
+  // Clamped: a fully busy rank's summed durations may exceed the step by a rounding error, and
+  // the analyzer refuses a trace whose own bubble_ratio lies outside [0, 1].
+  if (m.step_time_ms > 0) m.bubble_ratio += std::clamp((m.step_time_ms - rm.compute_ms) / m.step_time_ms, 0.0, 1.0);
+  m.ranks.push_back(std::move(rm));
+}
+
+void finish_totals(SimMetrics& m, const Totals& tot) {
+  if (!m.ranks.empty()) m.bubble_ratio /= static_cast<double>(m.ranks.size());
+  if (m.ideal_compute_ms > 0) m.bubble_over_ideal = (m.step_time_ms - m.ideal_compute_ms) / m.ideal_compute_ms;
+  if (tot.comm > 0) m.reduce_overlap_ratio = tot.overlap / tot.comm;
+}
+
 }  // namespace
 
 const char* to_string(WaitKind k) {
@@ -208,52 +270,58 @@ SimMetrics compute_metrics(const ProgramSet& set, const EngineResult& run, const
   std::optional<engine::Topology> own;  // built here when the caller has none
   if (!opts.topology) own = engine::build_topology(set);
   const Lookups look(opts.topology ? *opts.topology : *own);
-  double comm_total = 0, overlap_total = 0;
+  Totals tot;
   for (size_t p = 0; p < set.programs.size(); ++p) {
     const Program& prog = set.programs[p];
     const bool detail = !opts.detail || opts.detail(prog);
-    RankMetrics rm;
-    rm.rank = prog.rank;
-    rm.pp_rank = prog.pp_rank;
-    std::vector<std::pair<double, double>> compute, reduce;
-    for (size_t k = 0; k < prog.instrs.size(); ++k) {
-      const Instr& i = prog.instrs[k];
-      const InstrTiming& ti = run.timing[p][k];
-      const bool on_compute = i.stream == streams::kCompute;
-      rm.step_end_ms = std::max(rm.step_end_ms, ti.end_ms);
-      if (is_work(i.op)) {
-        rm.compute_ms += ti.end_ms - ti.start_ms;
-        compute.emplace_back(ti.start_ms, ti.end_ms);
-      }
-      if (i.op == OpKind::REDUCE_GRAD) reduce.emplace_back(ti.start_ms, ti.end_ms);
-      if (i.op == OpKind::BATCH && detail &&
-          std::any_of(i.p2p.begin(), i.p2p.end(), [](const P2POp& op) { return !is_send(op.kind); }))
-        m.p2p.push_back({prog.rank, static_cast<int32_t>(k), prog.stream_name(i.stream), to_text(prog, i), ti.start_ms,
-                         ti.end_ms - cost.batch_ms(prog, i), ti.end_ms});
-      if (!on_compute) continue;
-      const std::optional<StreamWait> w = compute_wait(look, p, k, ti);
-      if (!w) continue;
-      rm.compute_wait_ms += w->ms();
-      if (w->kind == WaitKind::REDUCE) rm.reduce_exposed_ms += w->ms();
-      if (!rm.longest_compute_wait || w->ms() > rm.longest_compute_wait->ms() + kEps) rm.longest_compute_wait = w;
-      if (detail) m.compute_waits.push_back(*w);
-    }
-    for (auto [a, b] : reduce) rm.reduce_comm_ms += b - a;
-    rm.reduce_overlap_ms = intersection(compute, reduce);
-    if (rm.reduce_comm_ms > 0) rm.reduce_overlap_ratio = rm.reduce_overlap_ms / rm.reduce_comm_ms;
-    comm_total += rm.reduce_comm_ms;
-    overlap_total += rm.reduce_overlap_ms;
-    m.reduce_exposed_ms = std::max(m.reduce_exposed_ms, rm.reduce_exposed_ms);
-    m.ideal_compute_ms = std::max(m.ideal_compute_ms, rm.compute_ms);
-    // Clamped: a fully busy rank's summed durations may exceed the step by a rounding error, and
-    // the analyzer refuses a trace whose own bubble_ratio lies outside [0, 1].
-    if (m.step_time_ms > 0) m.bubble_ratio += std::clamp((m.step_time_ms - rm.compute_ms) / m.step_time_ms, 0.0, 1.0);
-    m.ranks.push_back(std::move(rm));
+    add_rank(m, tot, rank_metrics(look, run, p, cost, detail ? &m : nullptr));
   }
-  if (!m.ranks.empty()) m.bubble_ratio /= static_cast<double>(m.ranks.size());
-  if (m.ideal_compute_ms > 0) m.bubble_over_ideal = (m.step_time_ms - m.ideal_compute_ms) / m.ideal_compute_ms;
-  if (comm_total > 0) m.reduce_overlap_ratio = overlap_total / comm_total;
+  finish_totals(m, tot);
   m.critical_path = Walker{set, run, cost, look}.walk();
+  return m;
+}
+
+SimMetrics compute_replica_metrics(ProgramSet& tmpl, const engine::Topology& topo, const ReplicaRun& run,
+                                   const CostModel& cost, const MetricsOptions& opts) {
+  const int32_t dp = run.replicas();
+  const size_t pp = tmpl.programs.size();
+  const auto at = [dp](size_t p, int32_t d) { return p * static_cast<size_t>(dp) + static_cast<size_t>(d); };
+  SimMetrics m;
+  m.step_time_ms = run.makespan_ms();
+  const Lookups look(topo);
+  std::vector<RankMetrics> ranks(pp * static_cast<size_t>(dp));
+  std::map<size_t, SimMetrics> detail;  // per expanded program index with detail: its lists
+  for (int32_t d = 0; d < dp; ++d) {
+    renumber_replica(tmpl, d);
+    const EngineResult rd = run.replica(d);
+    for (size_t p = 0; p < pp; ++p) {
+      SimMetrics* lists = !opts.detail || opts.detail(tmpl.programs[p]) ? &detail[at(p, d)] : nullptr;
+      ranks[at(p, d)] = rank_metrics(look, rd, p, cost, lists);
+    }
+  }
+  Totals tot;
+  for (size_t g = 0; g < ranks.size(); ++g) {
+    add_rank(m, tot, std::move(ranks[g]));
+    if (const auto it = detail.find(g); it != detail.end()) {
+      m.p2p.insert(m.p2p.end(), it->second.p2p.begin(), it->second.p2p.end());
+      m.compute_waits.insert(m.compute_waits.end(), it->second.compute_waits.begin(), it->second.compute_waits.end());
+    }
+  }
+  finish_totals(m, tot);
+  // The walk's start as Walker::walk finds it over the expanded set's order; it stays in its replica.
+  size_t sp = 0, sk = 0;
+  int32_t sd = 0;
+  double best = -1;
+  for (size_t p = 0; p < pp; ++p)
+    for (int32_t d = 0; d < dp; ++d)
+      for (size_t k = 0; k < tmpl.programs[p].instrs.size(); ++k) {
+        const double end = run.timing(static_cast<int32_t>(p), static_cast<int32_t>(k), d).end_ms;
+        if (end > best + kEps) best = end, sp = p, sk = k, sd = d;
+      }
+  renumber_replica(tmpl, sd);
+  const EngineResult rd = run.replica(sd);
+  m.critical_path = Walker{tmpl, rd, cost, look}.walk_from(sp, sk);
+  renumber_replica(tmpl, 0);
   return m;
 }
 

@@ -4,13 +4,18 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 
 #include "ppstream/analyze/readers.h"
 #include "ppstream/engine/engine.h"
+#include "ppstream/engine/replica_tape.h"
 #include "ppstream/sim/trace.h"
 #include "ppstream/sim/memory_trials.h"
 #include "ppstream/sim/trials.h"
@@ -144,6 +149,86 @@ void first_trial_outputs(const engine::Topology& topo, const EngineResult& run, 
   write_file(trace_path + ".config.yaml", to_yaml(cfg));
 }
 
+// Cluster mode from replica 0's template tape (ppstream/engine/replica_tape.h): trial 0's
+// metrics and memory and every trial's step time, as the expanded world's runs give them.
+// False (pr holds nothing of use) where it cannot: a deadlock or a step beyond a double, which the expanded
+// path then reports with its own messages.
+bool replica_policy(const PipelineConfig& cfg, ReducePolicy policy, const TrialSetup& setup, const MemorySpec& memory,
+                    const SimOptions& opts, const ProgramFilter& replica0, const std::function<void(int64_t)>& tick,
+                    PolicyRun& pr) {
+  ProgramSet tmpl;
+  PipelineConfig compiled;
+  {
+    const CompiledPlan one(cfg, policy, false);  // compiled and verified as the expanded path does
+    if (!one.topology().named.empty()) return false;
+    compiled = one.config();
+    tmpl = replica_template(one.programs(), compiled.world(true));
+  }
+  const World world = tmpl.world;
+  const auto t0 = std::chrono::steady_clock::now();
+  const SimCostModel model(tmpl, compiled, setup.cost, StragglerModel(setup.straggler, world, 0));
+  const ReplicaTape tape = record_replica_tape(tmpl, {opts.platform, &model});
+  if (!tape.tape) return false;
+  std::optional<ReplicaRun> run(replay_replicas(tape, &model));
+  pr.engine_wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double first = run->makespan_ms();
+  if (!std::isfinite(first)) return false;
+  const auto dp = static_cast<size_t>(world.dp());
+  size_t instrs = 0;
+  for (const Program& p : tmpl.programs) instrs += p.instrs.size();
+  PolicyRun out;
+  out.policy = policy;
+  out.engine_wall_ms = pr.engine_wall_ms;
+  out.programs = tmpl.programs.size() * dp;
+  out.instructions = instrs * dp;
+  out.engine_events = static_cast<int64_t>(instrs * dp);  // one completion per instruction
+  {
+    // Swept for replica 0, listed for every rank as the expanded path lists them (the others
+    // not computed; compute_memory's `only`).
+    MemoryReport m0 = compute_memory(tmpl, run->replica(0), compiled.stage_layers, memory, false, replica0);
+    out.memory.peak_bytes = m0.peak_bytes;
+    out.memory.peak_rank = m0.peak_rank;
+    out.memory.ranks.reserve(tmpl.programs.size() * dp);
+    for (size_t p = 0; p < tmpl.programs.size(); ++p) {
+      const Program& prog = tmpl.programs[p];
+      out.memory.ranks.push_back(std::move(m0.ranks[p]));
+      for (size_t d = 1; d < dp; ++d)
+        out.memory.ranks.push_back({Rank{prog.rank.v + static_cast<int32_t>(d)}, prog.pp_rank, 0, 0, {}, 0, {}, false});
+    }
+  }
+  out.peak_memory_bytes = out.memory.peak_bytes;
+  {
+    const engine::Topology topo = engine::build_topology(tmpl, true);
+    MetricsOptions mo;
+    mo.detail = replica0;
+    mo.topology = &topo;
+    out.metrics = compute_replica_metrics(tmpl, topo, *run, model, mo);
+  }
+  run.reset();  // trial 0's timings: the trials below need their own slots only
+  std::vector<double> steps(static_cast<size_t>(opts.trials), first);
+  if (draws_differ(setup) && opts.trials > 1) {
+    std::mutex pool_mu;  // slot buffers, one per worker at a time (as trials.cpp's replay_draws)
+    std::vector<std::unique_ptr<std::vector<double>>> pool;
+    parallel_for(opts.trials - 1, opts.threads, [&](int64_t j) {
+      std::unique_ptr<std::vector<double>> buf;
+      {
+        const std::lock_guard<std::mutex> lock(pool_mu);
+        if (!pool.empty()) buf = std::move(pool.back()), pool.pop_back();
+      }
+      if (!buf) buf = std::make_unique<std::vector<double>>();
+      const SimCostModel mk = model.with_straggler(StragglerModel(setup.straggler, world, static_cast<uint64_t>(j + 1)));
+      steps[static_cast<size_t>(j + 1)] = replay_replicas(tape, &mk, false, buf.get()).makespan_ms();
+      const std::lock_guard<std::mutex> lock(pool_mu);
+      pool.push_back(std::move(buf));
+    });
+    for (double ms : steps)
+      if (!std::isfinite(ms)) return false;
+  }
+  out.trials.step_time_ms = std::move(steps);
+  pr = std::move(out);
+  tick(opts.trials);
+  return true;
+}
 
 }  // namespace
 
@@ -165,7 +250,21 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
   std::vector<std::optional<CompiledPlan>> plans;
   std::vector<EngineResult> firsts;
   const TrialSetup setup{report.cost, straggler, opts.platform};
+  const bool vector = opts.cluster && opts.replica_vector && setup.cost.link_sharing == LinkSharing::DEDICATED &&
+                      opts.trace_path.empty() && opts.svg_path.empty();
   for (ReducePolicy policy : policies) {
+    if (vector) {
+      PolicyRun pr;
+      const auto tick = [&](int64_t n) {
+        for (int64_t k = 0; k < n; ++k)
+          if (opts.progress) opts.progress(++done, total, to_string(policy));
+      };
+      if (replica_policy(cfg, policy, setup, report.memory, opts, replica0, tick, pr)) {
+        summarize(pr.trials);
+        report.runs.push_back(std::move(pr));
+        continue;
+      }
+    }
     plans.emplace_back(std::in_place, cfg, policy, opts.cluster);
     const CompiledPlan& plan = *plans.back();
     PolicyRun pr;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ppstream/engine/engine.h"
+#include "ppstream/engine/replica_tape.h"
 #include "ppstream/program/ir.h"
 #include "ppstream/program/rank_figures.h"
 
@@ -98,6 +99,15 @@ struct MetricsOptions {
 // Throws std::invalid_argument if the run did not complete (a deadlock has no step time).
 SimMetrics compute_metrics(const ProgramSet& set, const EngineResult& run, const CostModel& cost,
                            const MetricsOptions& opts = {});
+
+// compute_metrics of an expanded world's run from its replica-vector evaluation
+// (ppstream/engine/replica_tape.h): `tmpl` the template set, renumbered to each replica in turn
+// (and back to replica 0 on return), `topo` its template topology (engine::build_topology(tmpl,
+// true)), `run` the vector replay with timings. Equal to compute_metrics of the expanded set and
+// its engine run (every figure, list and text; tests/cpp/sim/replica_tape_test.cpp); opts.detail
+// is asked of each replica's renumbered programs.
+SimMetrics compute_replica_metrics(ProgramSet& tmpl, const engine::Topology& topo, const ReplicaRun& run,
+                                   const CostModel& cost, const MetricsOptions& opts = {});
 
 // Index of the program of `rank` in set.programs (sorted by rank); throws if absent.
 size_t program_index(const ProgramSet& set, Rank rank);

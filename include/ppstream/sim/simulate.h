@@ -48,6 +48,10 @@ struct SimOptions {
   // Beside each trace, TRACE.config.yaml: the configuration that ran (to_yaml, with the policy),
   // which `ppstream whatif TRACE` compiles again to lift the trace into programs.
   bool trace_every_rank = false;       // cluster mode: the trace draws every rank, not replica 0
+  // Cluster mode: evaluate the replicas from replica 0's template tape (docs/simulate.md "Replica
+  // vector"; same output) where it can express the run (dedicated links, no trace or SVG, no
+  // named collectives); false: always the expanded world's engine run.
+  bool replica_vector = true;
   // Files the run read (the CONFIG): an output that is one of them (same device and inode) is
   // refused before the run with std::invalid_argument, as it would be overwritten.
   std::vector<std::string> inputs;
