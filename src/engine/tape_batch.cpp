@@ -19,52 +19,71 @@ TapeBatch::TapeBatch(const Tape& tape, bool compact, const ZeroTerm& zero, int64
   const std::vector<TapeEntry>& in = tape.entries();
   const std::vector<int32_t>& ops = tape.operands();
   const auto n = static_cast<int32_t>(in.size());
-  // Each entry writes one value; writer[slot]: the entry whose value the slot holds now.
+  std::vector<uint8_t> cost(in.size());
+  for (size_t e = 0; e < in.size(); ++e)
+    cost[e] = in[e].cost == TapeCost::NONE || (zero && zero(in[e])) ? kNoCost : is_arrival(in[e].cost) ? kArrival : kFixed;
+  // Each entry writes one value; writer[slot]: the entry whose value the slot holds now. With
+  // `compact` an entry of one operand and no term is a copy: its value is its operand's
+  // (root[e], the entry that computes it), it is not replayed, and its readers read the root.
   std::vector<int32_t> writer(static_cast<size_t>(tape.slots()), -1);
-  std::vector<int32_t> last_read(in.size(), -1);  // per value: the last entry that reads it
+  std::vector<int32_t> root(in.size());
+  std::vector<int32_t> last_read(in.size(), -1);  // per root: the last replayed entry that reads it
   size_t o = 0;
   for (int32_t e = 0; e < n; ++e) {
     const TapeEntry& te = in[static_cast<size_t>(e)];
+    const bool copy = compact && te.ops == 1 && cost[static_cast<size_t>(e)] == kNoCost;
+    root[static_cast<size_t>(e)] = e;
     for (uint16_t k = 0; k < te.ops; ++k, ++o) {
       const int32_t w = writer[static_cast<size_t>(ops[o])];
       if (w < 0) throw std::logic_error("TapeBatch: tape entry " + std::to_string(e) + " reads a slot no entry wrote");
-      last_read[static_cast<size_t>(w)] = e;
+      const int32_t r = root[static_cast<size_t>(w)];
+      if (copy)
+        root[static_cast<size_t>(e)] = r;
+      else
+        last_read[static_cast<size_t>(r)] = e;
     }
     writer[static_cast<size_t>(te.dst)] = e;
   }
-  entries_.resize(in.size());
-  // The value an instruction's end slot (4g + 3) holds at the end of the tape is its end time.
+  // The value an instruction's end slot (4g + 3) holds at the end of the tape is its end time;
+  // its root enters the makespan (a copy's value is its root's: max() takes it once or twice alike).
+  std::vector<uint8_t> end(in.size(), 0);
   for (int64_t g = 0; g < tape.instructions(); ++g)
-    if (const int32_t w = writer[static_cast<size_t>(4 * g + 3)]; w >= 0) entries_[static_cast<size_t>(w)].end = 1;
+    if (const int32_t w = writer[static_cast<size_t>(4 * g + 3)]; w >= 0) end[static_cast<size_t>(root[static_cast<size_t>(w)])] = 1;
 
-  operands_.resize(ops.size());
-  std::vector<int32_t> phys(compact ? in.size() : 0);  // per value: its slot in the batch
+  entries_.reserve(in.size());
+  operands_.reserve(ops.size());
+  std::vector<int32_t> phys(compact ? in.size() : 0);  // per root: its slot in the batch
   std::vector<int32_t> free_slots;
   std::fill(writer.begin(), writer.end(), -1);
   slots_ = compact ? 1 : tape.slots();  // compact: slot 0 takes the values no entry reads
   o = 0;
   for (int32_t e = 0; e < n; ++e) {
     const TapeEntry& te = in[static_cast<size_t>(e)];
-    Entry& out = entries_[static_cast<size_t>(e)];
-    out.ops = te.ops;
-    out.cost = te.cost == TapeCost::NONE || (zero && zero(te)) ? kNoCost : is_arrival(te.cost) ? kArrival : kFixed;
-    if (out.cost == kFixed) ++fixed_terms_;
-    if (out.cost == kArrival) ++arrival_terms_;
+    const size_t first = o;
+    o += te.ops;
+    const uint8_t c = cost[static_cast<size_t>(e)];
+    if (c == kFixed) ++fixed_terms_;
+    if (c == kArrival) ++arrival_terms_;
     if (!compact) {
-      std::copy_n(ops.begin() + static_cast<std::ptrdiff_t>(o), te.ops, operands_.begin() + static_cast<std::ptrdiff_t>(o));
-      o += te.ops;
-      out.dst = te.dst;
+      entries_.push_back({te.dst, te.ops, c, end[static_cast<size_t>(e)]});
+      operands_.insert(operands_.end(), ops.begin() + static_cast<std::ptrdiff_t>(first),
+                       ops.begin() + static_cast<std::ptrdiff_t>(o));
       continue;
     }
-    const size_t first = o;
-    for (uint16_t k = 0; k < te.ops; ++k, ++o) operands_[o] = phys[static_cast<size_t>(writer[static_cast<size_t>(ops[o])])];
-    // Values read for the last time here free their slots (once, whatever the repeats), which
+    if (root[static_cast<size_t>(e)] != e) {  // a copy: not replayed, its readers read its root
+      writer[static_cast<size_t>(te.dst)] = e;
+      continue;
+    }
+    Entry out{0, te.ops, c, end[static_cast<size_t>(e)]};
+    for (size_t q = first; q < o; ++q)
+      operands_.push_back(phys[static_cast<size_t>(root[static_cast<size_t>(writer[static_cast<size_t>(ops[q])])])]);
+    // Roots read for the last time here free their slots (once, whatever the repeats), which
     // this entry's own value may take: a lane reads all its operands before it writes.
     for (size_t q = first; q < o; ++q) {
-      const int32_t w = writer[static_cast<size_t>(ops[q])];
-      if (last_read[static_cast<size_t>(w)] != e) continue;
-      last_read[static_cast<size_t>(w)] = -1;
-      free_slots.push_back(phys[static_cast<size_t>(w)]);
+      const int32_t r = root[static_cast<size_t>(writer[static_cast<size_t>(ops[q])])];
+      if (last_read[static_cast<size_t>(r)] != e) continue;
+      last_read[static_cast<size_t>(r)] = -2;
+      free_slots.push_back(phys[static_cast<size_t>(r)]);
     }
     if (last_read[static_cast<size_t>(e)] < 0) {
       out.dst = 0;
@@ -76,22 +95,25 @@ TapeBatch::TapeBatch(const Tape& tape, bool compact, const ZeroTerm& zero, int64
     }
     phys[static_cast<size_t>(e)] = out.dst;
     writer[static_cast<size_t>(te.dst)] = e;
+    entries_.push_back(out);
   }
+  entries_.shrink_to_fit();
+  operands_.shrink_to_fit();
   // Segments of at most chunk_terms terms, in entry order.
   Segment seg;
   o = 0;
-  for (int32_t e = 0; e < n; ++e) {
-    const Entry& en = entries_[static_cast<size_t>(e)];
+  for (size_t e = 0; e < entries_.size(); ++e) {
+    const Entry& en = entries_[e];
     if (en.cost != kNoCost && (seg.fixed_end - seg.fixed_begin) + (seg.arrival_end - seg.arrival_begin) == chunk_terms) {
-      seg.entry_end = e;
+      seg.entry_end = static_cast<int64_t>(e);
       segments_.push_back(seg);
-      seg = {e, e, static_cast<int64_t>(o), seg.fixed_end, seg.fixed_end, seg.arrival_end, seg.arrival_end};
+      seg = {seg.entry_end, seg.entry_end, static_cast<int64_t>(o), seg.fixed_end, seg.fixed_end, seg.arrival_end, seg.arrival_end};
     }
     if (en.cost == kFixed) ++seg.fixed_end;
     if (en.cost == kArrival) ++seg.arrival_end;
     o += en.ops;
   }
-  seg.entry_end = n;
+  seg.entry_end = static_cast<int64_t>(entries_.size());
   segments_.push_back(seg);
 }
 
