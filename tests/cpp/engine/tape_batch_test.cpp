@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,23 @@ void check_lanes(const Tape& tape, int32_t lanes, uint64_t seed0, const std::str
 
 std::string example(const std::string& name) { return std::string(PPSTREAM_SOURCE_DIR) + "/examples/" + name; }
 
+// small-pp2-vpp2-hsdp.yaml compiled (expanded or not) and its topology, to record tapes on.
+struct Small {
+  ProgramSet set;
+  engine::Topology topo;
+  explicit Small(bool expanded) : set(compile_it(expanded)), topo(engine::build_topology(set)) {}
+  std::shared_ptr<const Tape> tape(PlatformKind k, const CostModel& cost) const {
+    EngineResult r;
+    return record_tape(topo, {k, &cost}, r);
+  }
+  static ProgramSet compile_it(bool expanded) {
+    LowerOptions lo;
+    lo.expanded = expanded;
+    lo.verify_each_pass = false;
+    return compile(load_config_file(example("small-pp2-vpp2-hsdp.yaml")), lo);
+  }
+};
+
 TEST(TapeBatch, EveryLaneBitEqualToItsOwnReplay) {
   const PlatformKind platforms[] = {PlatformKind::STRICT,      PlatformKind::ASCEND_MINDSPORE,
                                     PlatformKind::CPU_SERIAL,  PlatformKind::ASCEND_ONE_COMM_STREAM,
@@ -129,15 +147,9 @@ TEST(TapeBatch, EveryLaneBitEqualToItsOwnReplay) {
 
 // Terms the caller's models never set are skipped, not added as 0: still bit-equal.
 TEST(TapeBatch, SkippedZeroTermsStayBitEqual) {
-  LowerOptions lo;
-  lo.expanded = true;
-  lo.verify_each_pass = false;
-  const ProgramSet set = compile(load_config_file(example("small-pp2-vpp2-hsdp.yaml")), lo);
-  const engine::Topology topo = engine::build_topology(set);
+  const Small small(true);
   for (PlatformKind k : {PlatformKind::ASCEND_MINDSPORE, PlatformKind::CPU_SERIAL, PlatformKind::STRICT_TIMED}) {
-    const NoHostIssue first(1);
-    EngineResult r;
-    const auto tape = record_tape(topo, {k, &first}, r);
+    const auto tape = small.tape(k, NoHostIssue(1));
     ASSERT_NE(tape, nullptr);
     const TapeBatch::ZeroTerm host = [](const TapeEntry& e) { return e.cost == TapeCost::HOST_ISSUE; };
     const TapeBatch all(*tape), skipping(*tape, true, host);
@@ -148,25 +160,16 @@ TEST(TapeBatch, SkippedZeroTermsStayBitEqual) {
 
 // Chunks of 1, 7 and 64 terms: the chunked term source is read across chunk boundaries.
 TEST(TapeBatch, ChunksCoverEveryTerm) {
-  LowerOptions lo;
-  lo.expanded = true;
-  lo.verify_each_pass = false;
-  const ProgramSet set = compile(load_config_file(example("small-pp2-vpp2-hsdp.yaml")), lo);
-  const engine::Topology topo = engine::build_topology(set);
-  const RandomCost first(1);
-  EngineResult r;
-  const auto tape = record_tape(topo, {PlatformKind::ASCEND_MINDSPORE, &first}, r);
+  const Small small(true);
+  const auto tape = small.tape(PlatformKind::ASCEND_MINDSPORE, RandomCost(1));
   ASSERT_NE(tape, nullptr);
   ASSERT_GT(TapeBatch(*tape).fixed_terms(), 3 * 64);
   for (int64_t chunk : {1, 7, 64}) check_lanes(*tape, 5, 100, "chunk " + std::to_string(chunk), {}, chunk);
 }
 
 TEST(TapeBatch, RefusesALaneCountOutOfRangeAndStopsOnAFailedSource) {
-  const ProgramSet set = compile(load_config_file(example("small-pp2-vpp2-hsdp.yaml")), LowerOptions{});
-  const engine::Topology topo = engine::build_topology(set);
-  const RandomCost first(1);
-  EngineResult r;
-  const auto tape = record_tape(topo, {PlatformKind::STRICT_TIMED, &first}, r);
+  const Small small(false);
+  const auto tape = small.tape(PlatformKind::STRICT_TIMED, RandomCost(1));
   ASSERT_NE(tape, nullptr);
   const TapeBatch batch(*tape);
   std::vector<double> buffer, chunk, ms(9);
