@@ -112,7 +112,7 @@ def main():
     ap.add_argument("--venv", default=os.path.expanduser("~/.cache/ppstream/wia-venv"))
     ap.add_argument("--traces", nargs="*", default=["AR", "ST"])
     ap.add_argument("--evaluator", choices=["engine", "graph"],
-                    help="ppstream's evaluator (whatif --evaluator; default: ppstream's own, the graph)")
+                    help="ppstream's evaluator (whatif --evaluator; default: ppstream's own, the engine)")
     ap.add_argument("--job", action="append", default=[],
                     help="a directory holding meta-X.yaml, trace-X.parquet, timeline-X.json.gz (e.g. from "
                          "scripts/make_whatif_job.py); may repeat")

@@ -118,7 +118,9 @@ def whatif(paths: Union[PathLike, Iterable[PathLike]], reduce_grad: str | None =
     dict of ``ppstream whatif --json`` — ``slowdown`` (S, Eq. 1), ``by_dp_rank``, ``by_stage``,
     ``by_op_type`` (label → the slowdown that group alone causes), ``m_w``, ``m_s``, ``steps``
     (per step ``measured_ms``, ``resimulated_ms``, ``nodelay_ms``, ``ideal_ms``: times in ms),
-    ``notes``, and with ``reduce_grad`` a ``predicted_step_ms`` (ms).
+    ``notes``, and with ``reduce_grad`` a ``predicted_step_ms`` (ms). For Megatron timelines the
+    figures are the engine's on the lifted, verified stream programs (the CLI's default
+    ``--evaluator engine``; docs/whatif.md "Evaluation on the engine").
 
     paths: a path or a list of paths: Megatron timer timelines (.json, .json.gz), parquet tables
         of the artifact (.parquet, every path then; needs pyarrow), or one ppstream trace (a

@@ -44,7 +44,7 @@ void register_whatif(CLI::App& app, int& exit_code) {
   struct Args {
     std::vector<std::string> paths;
     bool json = false, check_programs = false;
-    std::string svg, trace, steps, agg = "mean", reduce_grad, evaluator = "graph";
+    std::string svg, trace, steps, agg = "mean", reduce_grad, evaluator = "engine";
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("whatif", "Straggler what-if of a job's Megatron timer trace or a ppstream trace: slowdown S, per DP rank, "
@@ -61,9 +61,9 @@ void register_whatif(CLI::App& app, int& exit_code) {
   cmd->add_option("--reduce-grad", a->reduce_grad, "counterfactual: re-place the gradient reductions (inline | async) "
                                                   "and predict the step")
       ->check(CLI::IsMember({"inline", "async"}));
-  CLI::Option* evaluator = cmd->add_option("--evaluator", a->evaluator, "timer traces: what computes the figures: graph (the lifted graph's own "
-                  "evaluator; default, the faster) or engine (the engine on the lifted, verified stream programs); the "
-                  "figures are the same")
+  CLI::Option* evaluator = cmd->add_option("--evaluator", a->evaluator, "timer traces: what computes the figures: engine (default: the engine on "
+                  "the lifted, verified stream programs) or graph (the lifted graph's own evaluator, the cross-check); "
+                  "the figures are the same but the re-simulation with launch delays (docs/whatif.md)")
       ->check(CLI::IsMember({"engine", "graph"}));
   cmd->add_flag("--check-programs", a->check_programs,
                 "timer traces: also run the other evaluator (graph or engine) beside every evaluation and report the "

@@ -77,9 +77,7 @@ struct Analysis {
     const auto by_engine = [&] {
       const EngineWorld& world = rows == job.dp ? *w->full : w->two_rows();
       check.runs += nsteps;
-      std::vector<double> out;
-      for (int32_t s = 0; s < nsteps; ++s) out.push_back(world.step_ms(view, s, s == 0 ? keep : nullptr));
-      return out;
+      return world.steps_ms(view, nsteps, keep);
     };
     const auto by_graph = [&] {
       SimRun r = simulate_graph(graph, nsteps, rows, view, keep_graph != nullptr);

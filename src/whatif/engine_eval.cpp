@@ -18,32 +18,22 @@ Job rows_view(const Job& job, int32_t rows) {
 }
 
 EngineWorld::TermTable EngineWorld::term_table(const Tape& tape) const {
-  // GraphCostModel's calls per TapeCost (graph_programs.h); the terms it leaves to CostModel's
-  // defaults (host issue, arrival, external arrival) are 0.
+  // GraphCostModel's value per cost term (view_field), on the term's DP row of the step.
   TermTable t;
   for (const TapeEntry& e : tape.entries()) {
     if (e.cost == TapeCost::NONE) continue;
     const Program& p = gp.set.programs[static_cast<size_t>(e.prog)];
     const int32_t k = gp.op_of[static_cast<size_t>(e.prog)][static_cast<size_t>(e.index)];
-    Term m{k, static_cast<int32_t>(p.rank.v % gp.dp), Field::ZERO};
-    switch (e.cost) {
-      case TapeCost::NONE:
-      case TapeCost::HOST_ISSUE:
-      case TapeCost::ARRIVAL:
-      case TapeCost::ARRIVAL_OR_EXTERNAL: break;
-      case TapeCost::LAUNCH_DELAY: m.field = k < 0 ? Field::ZERO : Field::DELAY; break;
-      case TapeCost::COMPUTE: m.field = Field::DUR; break;
-      case TapeCost::BATCH: m.field = Field::TRANSFER; break;
-      case TapeCost::COLLECTIVE:
-        m.field = gp.grouped[static_cast<size_t>(k)] ? Field::TRANSFER : Field::DUR;
-        break;
-    }
-    if (m.field != Field::ZERO && k < 0)
-      throw std::logic_error("whatif: a tape cost term on an instruction with no template op");
+    const Term m{k, static_cast<int32_t>(p.rank.v % gp.dp), view_field(e.cost, gp, k)};
     const bool arrival = e.cost == TapeCost::ARRIVAL || e.cost == TapeCost::ARRIVAL_OR_EXTERNAL;
     (arrival ? t.arrival : t.fixed).push_back(m);
+    if (m.field != ViewField::ZERO) (arrival ? t.batch_arrival : t.batch_fixed).push_back(m);
   }
   return t;
+}
+
+bool EngineWorld::zero_term(const TapeEntry& e) const {
+  return view_field(e.cost, gp, gp.op_of[static_cast<size_t>(e.prog)][static_cast<size_t>(e.index)]) == ViewField::ZERO;
 }
 
 void EngineWorld::require_verified(const VerifyOptions& opts, const std::string& what) {

@@ -32,6 +32,7 @@
 #include "graph_programs.h"
 #include "job.h"
 #include "ppstream/engine/tape.h"
+#include "ppstream/engine/tape_batch.h"
 #include "ppstream/verify/verify.h"
 
 namespace ppstream::whatif {
@@ -81,11 +82,14 @@ struct EngineWorld {
       tape_ = record_tape(topo, {PlatformKind::STRICT_TIMED, &cost}, r);
       if (!tape_) throw std::logic_error("whatif: the lifted programs deadlock:\n" + format_deadlock(gp.set, r));
     } else {
-      if (terms_.fixed.empty() && terms_.arrival.empty()) terms_ = term_table(*tape_);
+      if (!terms_) terms_ = std::make_unique<TermTable>(term_table(*tape_));
       // The tape's terms straight from the view (no virtual call, no allocation); a value the
       // engine would refuse (not finite: the clamp leaves no negative one) goes the checked way,
       // which throws its error.
-      if (!fill_terms(clamped, step, terms_.fixed, costs_.fixed) || !fill_terms(clamped, step, terms_.arrival, costs_.arrival))
+      costs_.fixed.resize(terms_->fixed.size());
+      costs_.arrival.resize(terms_->arrival.size());
+      if (!fill_terms(clamped, step, 1, terms_->fixed, costs_.fixed.data()) ||
+          !fill_terms(clamped, step, 1, terms_->arrival, costs_.arrival.data()))
         costs_ = tape_costs(*tape_, &cost);
       r = replay_tape(*tape_, costs_.fixed, costs_.arrival, slots_, keep != nullptr);
     }
@@ -93,11 +97,51 @@ struct EngineWorld {
     if (keep) *keep = std::move(r);
     return ms;
   }
+
+  // The step times of steps 0 .. steps - 1 under `view`, each bit-equal to step_ms(view, s):
+  // after the recording run (the first call's step 0), the steps are replayed kMaxLanes at a
+  // time by one batched pass over the tape (engine/tape_batch.h), one step per lane. `keep`:
+  // step 0's full result (step_ms's), the others give the makespan only.
   template <class View>
-  std::vector<double> steps_ms(const View& view, int32_t steps) const {
-    std::vector<double> out;
-    out.reserve(static_cast<size_t>(steps));
-    for (int32_t s = 0; s < steps; ++s) out.push_back(step_ms(view, s));
+  std::vector<double> steps_ms(const View& view, int32_t steps, EngineResult* keep = nullptr) const {
+    std::vector<double> out(static_cast<size_t>(std::max(steps, 0)));
+    int32_t s = 0;
+    if (steps > 0 && (!tape_ || keep)) out[0] = step_ms(view, s++, keep);
+    if (s >= steps) return out;
+    if (!terms_) terms_ = std::make_unique<TermTable>(term_table(*tape_));
+    if (!batch_) batch_ = std::make_unique<TapeBatch>(*tape_, true, [this](const TapeEntry& e) { return zero_term(e); });
+    const NonNegative<View> clamped{view};
+    while (s < steps) {
+      const int32_t first = s;
+      const int32_t lanes = std::min(steps - s, TapeBatch::kMaxLanes);
+      // Term t of lane l: step first + l's value (fill_terms' lookup, lane-minor; the batch's
+      // terms are never ZERO).
+      const auto source = [&](bool arrival, int64_t from, int64_t count, int32_t w, double* dst) {
+        const Term* m = (arrival ? terms_->batch_arrival : terms_->batch_fixed).data() + from;
+        bool finite = true;
+        const auto each_lane = [&](auto value) {
+          const int64_t row = int64_t{first} * gp.dp + m->row;
+          for (int32_t l = 0; l < w; ++l) {
+            const double x = value(m->op, row + int64_t{l} * gp.dp);
+            finite &= std::isfinite(x);
+            *dst++ = x;
+          }
+        };
+        for (int64_t t = 0; t < count; ++t, ++m) {
+          switch (m->field) {
+            case ViewField::DUR: each_lane([&](int32_t k, int64_t j) { return clamped.dur(k, j); }); break;
+            case ViewField::TRANSFER: each_lane([&](int32_t k, int64_t j) { return clamped.transfer(k, j); }); break;
+            case ViewField::DELAY: each_lane([&](int32_t k, int64_t j) { return clamped.delay(k, j); }); break;
+            case ViewField::ZERO: each_lane([](int32_t, int64_t) { return 0.0; }); break;
+          }
+        }
+        return finite;
+      };
+      if (!batch_->replay(lanes, source, batch_slots_, batch_chunk_, out.data() + s)) {
+        for (int32_t l = 0; l < lanes; ++l) out[static_cast<size_t>(s + l)] = step_ms(view, s + l);  // throws its error
+      }
+      s += lanes;
+    }
     return out;
   }
 
@@ -105,43 +149,39 @@ struct EngineWorld {
   size_t tape_bytes() const { return tape_ ? tape_->bytes() : 0; }
 
  private:
-  // One tape cost term as GraphCostModel computes it: which view value of which template op, on
-  // which DP row of the step (rank % dp).
-  enum class Field : uint8_t { ZERO, DUR, TRANSFER, DELAY };
+  // One tape cost term as GraphCostModel computes it: which view value (view_field) of which
+  // template op, on which DP row of the step (rank % dp).
   struct Term {
     int32_t op = 0;
     int32_t row = 0;
-    Field field = Field::ZERO;
+    ViewField field = ViewField::ZERO;
   };
   struct TermTable {
-    std::vector<Term> fixed, arrival;  // in tape_costs' order
+    std::vector<Term> fixed, arrival;              // in tape_costs' order
+    std::vector<Term> batch_fixed, batch_arrival;  // the same without the ZERO ones (the batch's terms)
   };
   // The tape's terms (tape_costs order) mapped to GraphCostModel's lookups, built once per world.
   TermTable term_table(const Tape& tape) const;
+  bool zero_term(const TapeEntry& e) const;  // view_field ZERO: the batch skips its addition
+  // Writes step `step`'s value of every term to out[t · stride]; false when one is not finite.
   template <class View>
-  bool fill_terms(const View& view, int32_t step, const std::vector<Term>& terms, std::vector<double>& out) const {
-    out.resize(terms.size());
+  bool fill_terms(const View& view, int32_t step, int32_t stride, const std::vector<Term>& terms, double* out) const {
     const int64_t base = int64_t{step} * gp.dp;
     bool finite = true;
-    for (size_t t = 0; t < terms.size(); ++t) {
+    for (size_t t = 0; t < terms.size(); ++t, out += stride) {
       const Term& m = terms[t];
-      double x = 0.0;
-      switch (m.field) {
-        case Field::ZERO: break;
-        case Field::DUR: x = view.dur(m.op, base + m.row); break;
-        case Field::TRANSFER: x = view.transfer(m.op, base + m.row); break;
-        case Field::DELAY: x = view.delay(m.op, base + m.row); break;
-      }
+      const double x = view_value(view, m.field, m.op, base + m.row);
       finite &= std::isfinite(x);
-      out[t] = x;
+      *out = x;
     }
     return finite;
   }
 
-  mutable std::shared_ptr<const Tape> tape_;  // recorded by the first step_ms
-  mutable TermTable terms_;                   // built at the first replay
-  mutable TapeCosts costs_;                   // replay buffers, reused across step_ms calls
-  mutable std::vector<double> slots_;
+  mutable std::shared_ptr<const Tape> tape_;   // recorded by the first step_ms
+  mutable std::unique_ptr<TermTable> terms_;   // built at the first replay
+  mutable std::unique_ptr<TapeBatch> batch_;   // built at the first batched replay
+  mutable TapeCosts costs_;                    // replay buffers, reused across calls
+  mutable std::vector<double> slots_, batch_slots_, batch_chunk_;
 };
 
 // The job's template with `rows` DP rows instead of job.dp (no tables): what programs_of_graph

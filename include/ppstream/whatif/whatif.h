@@ -42,11 +42,12 @@ struct WhatIfOptions {
   std::function<void(int64_t, int64_t)> progress;
   // Megatron timelines: what computes the figures (docs/whatif.md "Evaluation on the engine").
   // ENGINE: the engine (`strict-timed`) on the lifted, verified stream programs, DP-rank
-  // attribution on the reduced world of two DP rows; GRAPH: the graph evaluator (sim_graph.h),
-  // the default, since it is the one that meets the benchmark's CPU aims (docs/whatif.md
-  // "Benchmark"); the two give the same figures (check_programs). Throws VerifyError when the
-  // lifted programs do not verify (ENGINE or check_programs).
-  Evaluator evaluator = Evaluator::GRAPH;
+  // attribution on the reduced world of two DP rows, the default (one execution semantics; its
+  // batched tape replay is within 1.2x of the graph's CPU, docs/whatif.md "Benchmark"); GRAPH:
+  // the graph evaluator (sim_graph.h), the cross-check. The two give the same figures but the
+  // re-simulation with launch delays (check_programs; docs/whatif.md "Negative costs"). Throws
+  // VerifyError when the lifted programs do not verify (on either evaluator).
+  Evaluator evaluator = Evaluator::ENGINE;
   // Megatron timelines: also run the other evaluator beside every evaluation (with launch
   // delays too) and report the largest difference in WhatIfResult::programs_check.
   bool check_programs = false;

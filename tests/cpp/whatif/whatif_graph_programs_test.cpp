@@ -101,13 +101,13 @@ TEST(LiftedProgramsCli, CheckProgramsFlag) {
   const auto plain = testing_cli::run_ppstream("whatif " + data("timeline-ST.json.gz") + " --json");
   const auto pj = nlohmann::json::parse(plain.out);
   EXPECT_FALSE(pj.contains("programs_check"));
-  // Verified on the default path too (the graph evaluator), and said so.
+  // Verified on the default path too (the engine evaluator), and said so.
   EXPECT_EQ(pj["verified_under"], nlohmann::json::array({"strict"})) << plain.out;
   EXPECT_EQ(pj["lifted_programs"]["programs"], 8);
   EXPECT_EQ(pj["lifted_programs"]["instructions"], j["programs_check"]["instructions"]);
 }
 
-// The default evaluator (graph) verifies the lifted programs as the engine's does: the result
+// The default evaluator (engine) verifies the lifted programs, as the graph's does: the result
 // names the set it verified (the full world), and the lifting every evaluator goes through
 // (lift_worlds) refuses programs that break a rule — here two forward sends of stage 0 swapped
 // in program order, which the p2p-fifo / event rules catch.

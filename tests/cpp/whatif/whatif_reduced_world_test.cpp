@@ -19,7 +19,9 @@ namespace {
 std::string data(const std::string& name) { return std::string(PPSTREAM_SOURCE_DIR) + "/tests/data/whatif/" + name; }
 
 // Op k on local row j: row_of(j) >= 0 → that trace row's duration (and a launch delay of
-// 0.01 · (k mod 3) ms), -1 → the op's mean over every row (no delay).
+// 0.01 · (k mod 3) ms), -1 → the op's mean over every row (no delay). The transfer is another
+// value than the duration (half of it plus 0.001 · (k mod 7 + 1) ms), so a cost term that takes
+// one where the cost model takes the other changes the step.
 template <class RowOf>
 struct View {
   const Job& job;
@@ -29,7 +31,7 @@ struct View {
     const int64_t r = row_of(j);
     return r >= 0 ? job.dur_ms[job.at(k, r)] : mean[static_cast<size_t>(k)];
   }
-  double transfer(int32_t k, int64_t j) const { return dur(k, j); }
+  double transfer(int32_t k, int64_t j) const { return 0.5 * dur(k, j) + 0.001 * (k % 7 + 1); }
   double delay(int32_t k, int64_t j) const { return row_of(j) >= 0 ? 0.01 * (k % 3) : 0.0; }
 };
 template <class RowOf>
@@ -73,7 +75,9 @@ TEST_P(ReducedWorld, EqualsTheFullWorldForEveryDpRank) {
 
 // EngineWorld::step_ms records the engine's tape on its first call and replays it on every later
 // one: each replay, under another DP rank's view and another step, must be bit-equal (every
-// instruction's times, the makespan) to a fresh engine run with that view's clamped costs.
+// instruction's times, the makespan) to a fresh engine run with that view's clamped costs, and
+// so must steps_ms's batched replay. The view's dur, transfer and delay differ, so a term table
+// that takes the wrong one for a cost kind (COMPUTE's transfer, BATCH's dur, ...) fails here.
 TEST_P(ReducedWorld, TapeReplaysEqualFreshEngineRuns) {
   analyze::TimerTrace t;
   analyze::read_timer_trace(data(GetParam()), t);
@@ -92,6 +96,9 @@ TEST_P(ReducedWorld, TapeReplaysEqualFreshEngineRuns) {
   EXPECT_EQ(w.full->tape_bytes(), 0u);
   for (int32_t d = 0; d < dp; ++d) {
     const auto v = view(job, mean, [dp, d](int64_t j) { return j % dp == d ? j : int64_t{-1}; });
+    // The batched replay (one lane per step, engine/tape_batch.h) after the first DP rank's
+    // recording run: bit-equal to the fresh runs below.
+    const std::vector<double> batched = d > 0 ? w.full->steps_ms(v, steps) : std::vector<double>();
     for (int32_t s = 0; s < steps; ++s) {
       EngineResult replayed;
       const double ms = w.full->step_ms(v, s, &replayed);
@@ -101,6 +108,9 @@ TEST_P(ReducedWorld, TapeReplaysEqualFreshEngineRuns) {
       const EngineResult fresh = engine::run_checked(w.full->topo, {PlatformKind::STRICT_TIMED, &cost});
       ASSERT_TRUE(fresh.completed);
       EXPECT_EQ(ms, fresh.makespan_ms) << "DP rank " << d << ", step " << s;
+      if (d > 0) {
+        EXPECT_EQ(batched[static_cast<size_t>(s)], fresh.makespan_ms) << "batched: DP rank " << d << ", step " << s;
+      }
       ASSERT_EQ(replayed.timing.size(), fresh.timing.size());
       for (size_t p = 0; p < fresh.timing.size(); ++p) {
         ASSERT_EQ(replayed.timing[p].size(), fresh.timing[p].size());

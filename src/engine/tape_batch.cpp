@@ -1,0 +1,193 @@
+// The batched tape replay (include/ppstream/engine/tape_batch.h): the tape's entries with their
+// slots renumbered by liveness, evaluated for up to kMaxLanes cost vectors at once.
+#include "ppstream/engine/tape_batch.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace ppstream {
+namespace {
+
+bool is_arrival(TapeCost c) { return c == TapeCost::ARRIVAL || c == TapeCost::ARRIVAL_OR_EXTERNAL; }
+
+}  // namespace
+
+TapeBatch::TapeBatch(const Tape& tape, bool compact, const ZeroTerm& zero, int64_t chunk_terms)
+    : chunk_terms_(chunk_terms) {
+  if (chunk_terms < 1) throw std::invalid_argument("TapeBatch: chunk_terms must be >= 1");
+  const std::vector<TapeEntry>& in = tape.entries();
+  const std::vector<int32_t>& ops = tape.operands();
+  const auto n = static_cast<int32_t>(in.size());
+  std::vector<uint8_t> cost(in.size());
+  for (size_t e = 0; e < in.size(); ++e)
+    cost[e] = in[e].cost == TapeCost::NONE || (zero && zero(in[e])) ? kNoCost : is_arrival(in[e].cost) ? kArrival : kFixed;
+  // Each entry writes one value; writer[slot]: the entry whose value the slot holds now. With
+  // `compact` an entry of one operand and no term is a copy: its value is its operand's
+  // (root[e], the entry that computes it), it is not replayed, and its readers read the root.
+  std::vector<int32_t> writer(static_cast<size_t>(tape.slots()), -1);
+  std::vector<int32_t> root(in.size());
+  std::vector<int32_t> last_read(in.size(), -1);  // per root: the last replayed entry that reads it
+  size_t o = 0;
+  for (int32_t e = 0; e < n; ++e) {
+    const TapeEntry& te = in[static_cast<size_t>(e)];
+    const bool copy = compact && te.ops == 1 && cost[static_cast<size_t>(e)] == kNoCost;
+    root[static_cast<size_t>(e)] = e;
+    for (uint16_t k = 0; k < te.ops; ++k, ++o) {
+      const int32_t w = writer[static_cast<size_t>(ops[o])];
+      if (w < 0) throw std::logic_error("TapeBatch: tape entry " + std::to_string(e) + " reads a slot no entry wrote");
+      const int32_t r = root[static_cast<size_t>(w)];
+      if (copy)
+        root[static_cast<size_t>(e)] = r;
+      else
+        last_read[static_cast<size_t>(r)] = e;
+    }
+    writer[static_cast<size_t>(te.dst)] = e;
+  }
+  // The value an instruction's end slot (4g + 3) holds at the end of the tape is its end time;
+  // its root enters the makespan (a copy's value is its root's: max() takes it once or twice alike).
+  std::vector<uint8_t> end(in.size(), 0);
+  for (int64_t g = 0; g < tape.instructions(); ++g)
+    if (const int32_t w = writer[static_cast<size_t>(4 * g + 3)]; w >= 0) end[static_cast<size_t>(root[static_cast<size_t>(w)])] = 1;
+
+  entries_.reserve(in.size());
+  operands_.reserve(ops.size());
+  std::vector<int32_t> phys(compact ? in.size() : 0);  // per root: its slot in the batch
+  std::vector<int32_t> free_slots;
+  std::fill(writer.begin(), writer.end(), -1);
+  slots_ = compact ? 1 : tape.slots();  // compact: slot 0 takes the values no entry reads
+  o = 0;
+  for (int32_t e = 0; e < n; ++e) {
+    const TapeEntry& te = in[static_cast<size_t>(e)];
+    const size_t first = o;
+    o += te.ops;
+    const uint8_t c = cost[static_cast<size_t>(e)];
+    if (c == kFixed) ++fixed_terms_;
+    if (c == kArrival) ++arrival_terms_;
+    if (!compact) {
+      entries_.push_back({te.dst, te.ops, c, end[static_cast<size_t>(e)]});
+      operands_.insert(operands_.end(), ops.begin() + static_cast<std::ptrdiff_t>(first),
+                       ops.begin() + static_cast<std::ptrdiff_t>(o));
+      continue;
+    }
+    if (root[static_cast<size_t>(e)] != e) {  // a copy: not replayed, its readers read its root
+      writer[static_cast<size_t>(te.dst)] = e;
+      continue;
+    }
+    Entry out{0, te.ops, c, end[static_cast<size_t>(e)]};
+    for (size_t q = first; q < o; ++q)
+      operands_.push_back(phys[static_cast<size_t>(root[static_cast<size_t>(writer[static_cast<size_t>(ops[q])])])]);
+    // Roots read for the last time here free their slots (once, whatever the repeats), which
+    // this entry's own value may take: a lane reads all its operands before it writes.
+    for (size_t q = first; q < o; ++q) {
+      const int32_t r = root[static_cast<size_t>(writer[static_cast<size_t>(ops[q])])];
+      if (last_read[static_cast<size_t>(r)] != e) continue;
+      last_read[static_cast<size_t>(r)] = -2;
+      free_slots.push_back(phys[static_cast<size_t>(r)]);
+    }
+    if (last_read[static_cast<size_t>(e)] < 0) {
+      out.dst = 0;
+    } else if (!free_slots.empty()) {
+      out.dst = free_slots.back();
+      free_slots.pop_back();
+    } else {
+      out.dst = slots_++;
+    }
+    phys[static_cast<size_t>(e)] = out.dst;
+    writer[static_cast<size_t>(te.dst)] = e;
+    entries_.push_back(out);
+  }
+  entries_.shrink_to_fit();
+  operands_.shrink_to_fit();
+  // Segments of at most chunk_terms terms, in entry order.
+  Segment seg;
+  o = 0;
+  for (size_t e = 0; e < entries_.size(); ++e) {
+    const Entry& en = entries_[e];
+    if (en.cost != kNoCost && (seg.fixed_end - seg.fixed_begin) + (seg.arrival_end - seg.arrival_begin) == chunk_terms) {
+      seg.entry_end = static_cast<int64_t>(e);
+      segments_.push_back(seg);
+      seg = {seg.entry_end, seg.entry_end, static_cast<int64_t>(o), seg.fixed_end, seg.fixed_end, seg.arrival_end, seg.arrival_end};
+    }
+    if (en.cost == kFixed) ++seg.fixed_end;
+    if (en.cost == kArrival) ++seg.arrival_end;
+    o += en.ops;
+  }
+  seg.entry_end = static_cast<int64_t>(entries_.size());
+  segments_.push_back(seg);
+}
+
+size_t TapeBatch::bytes() const {
+  return entries_.capacity() * sizeof(Entry) + operands_.capacity() * sizeof(int32_t) +
+         segments_.capacity() * sizeof(Segment);
+}
+
+template <int W>
+void TapeBatch::run(const Segment& seg, const double* fixed, const double* arrival, double* v, double* makespan) const {
+  double ms[W];
+  for (int l = 0; l < W; ++l) ms[l] = makespan[l];
+  const int32_t* op = operands_.data() + seg.operand;
+  const Entry* const end = entries_.data() + seg.entry_end;
+  for (const Entry* it = entries_.data() + seg.entry; it != end; ++it) {
+    const Entry& e = *it;
+    // One lane's arithmetic is replay_tape's: max over the operands in order, then one addition.
+    double t[W];
+    if (e.ops > 0) {
+      const double* s = v + static_cast<size_t>(*op++) * W;
+      for (int l = 0; l < W; ++l) t[l] = s[l];
+      for (uint16_t k = 1; k < e.ops; ++k) {
+        s = v + static_cast<size_t>(*op++) * W;
+        for (int l = 0; l < W; ++l) t[l] = std::max(t[l], s[l]);
+      }
+    } else {
+      for (int l = 0; l < W; ++l) t[l] = 0.0;
+    }
+    if (e.cost == kFixed) {
+      for (int l = 0; l < W; ++l) t[l] += fixed[l];
+      fixed += W;
+    } else if (e.cost == kArrival) {
+      for (int l = 0; l < W; ++l) t[l] += arrival[l];
+      arrival += W;
+    }
+    if (e.end)
+      for (int l = 0; l < W; ++l) ms[l] = std::max(ms[l], t[l]);
+    double* d = v + static_cast<size_t>(e.dst) * W;
+    for (int l = 0; l < W; ++l) d[l] = t[l];
+  }
+  for (int l = 0; l < W; ++l) makespan[l] = ms[l];
+}
+
+bool TapeBatch::replay(int32_t lanes, const TermSource& terms, std::vector<double>& buffer, std::vector<double>& chunk,
+                       double* makespan) const {
+  if (lanes < 1 || lanes > kMaxLanes)
+    throw std::invalid_argument("TapeBatch::replay: " + std::to_string(lanes) + " lanes; expected 1 to " +
+                                std::to_string(kMaxLanes));
+  const auto w = static_cast<size_t>(lanes);
+  if (buffer.size() < static_cast<size_t>(slots_) * w) buffer.resize(static_cast<size_t>(slots_) * w);
+  if (chunk.size() < static_cast<size_t>(chunk_terms_) * w) chunk.resize(static_cast<size_t>(chunk_terms_) * w);
+  std::vector<double> ms(w, 0.0);
+  for (const Segment& seg : segments_) {
+    double* fixed = chunk.data();
+    double* arrival = fixed + static_cast<size_t>(seg.fixed_end - seg.fixed_begin) * w;
+    if (seg.fixed_end > seg.fixed_begin && !terms(false, seg.fixed_begin, seg.fixed_end - seg.fixed_begin, lanes, fixed))
+      return false;
+    if (seg.arrival_end > seg.arrival_begin &&
+        !terms(true, seg.arrival_begin, seg.arrival_end - seg.arrival_begin, lanes, arrival))
+      return false;
+    double* v = buffer.data();
+    switch (lanes) {
+      case 1: run<1>(seg, fixed, arrival, v, ms.data()); break;
+      case 2: run<2>(seg, fixed, arrival, v, ms.data()); break;
+      case 3: run<3>(seg, fixed, arrival, v, ms.data()); break;
+      case 4: run<4>(seg, fixed, arrival, v, ms.data()); break;
+      case 5: run<5>(seg, fixed, arrival, v, ms.data()); break;
+      case 6: run<6>(seg, fixed, arrival, v, ms.data()); break;
+      case 7: run<7>(seg, fixed, arrival, v, ms.data()); break;
+      default: run<8>(seg, fixed, arrival, v, ms.data()); break;
+    }
+  }
+  std::copy(ms.begin(), ms.end(), makespan);
+  return true;
+}
+
+}  // namespace ppstream
