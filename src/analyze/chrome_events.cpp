@@ -35,8 +35,12 @@ int64_t us_ns_or_throw(ond::value v, std::string_view key, const std::string& pa
 }
 
 void read_arg(const ArgKey& k, ond::value v, RawArgs& a) {
-  if (k.type == ArgKey::STRING) a.str[k.slot] = str_or_empty(v);
-  else a.num[k.slot] = as_int(v);
+  if (k.type == ArgKey::STRING) {
+    a.str[k.slot] = str_or_empty(v);
+  } else {
+    a.num[k.slot] = as_int(v);
+    a.num_given |= 1u << k.slot;
+  }
 }
 
 void read_args(const ScanSpec& spec, ond::object args, RawArgs& a) {
@@ -66,7 +70,7 @@ void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& par
     flat.offset = offset;
     if (read_flat_event(spec, text, flat) == text.size()) {
       // No host or link category (read_flat_event refuses those): only "ph" decides, as below.
-      if (flat.ph == 'X' || flat.ph == 'M') sink(flat);
+      if (flat.ph == 'X' || flat.ph == 'M' || spec.every_phase) sink(flat);
       return;
     }
   }
@@ -85,7 +89,7 @@ void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& par
     if (key == "ph") {
       std::string_view ph = str_or_empty(v);
       ev.ph = ph.empty() ? '?' : ph.front();
-      if (ev.ph != 'X' && ev.ph != 'M') return;  // flows, counters, instants: no reader uses them
+      if (ev.ph != 'X' && ev.ph != 'M' && !spec.every_phase) return;  // flows, counters, instants
     } else if (key == "name") {
       ev.name = str_or_empty(v);
       named = true;
@@ -101,7 +105,7 @@ void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& par
     } else if (key == "ts" || key == "dur") {
       (key == "ts" ? ev.ts_ns : ev.dur_ns) = us_ns_or_throw(v, key, path, offset, index);
     } else if (key == "args") {
-      skip_args = (ev.ph != 0 && ev.ph != 'X' && ev.ph != 'M') || host;
+      skip_args = (ev.ph != 0 && ev.ph != 'X' && ev.ph != 'M' && !spec.every_phase) || host;
       ond::object args;
       if (ev.ph == 'X' && link && !v.get_object().get(args)) {
         for (auto f : args) {
@@ -114,7 +118,7 @@ void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& par
     // A host event no mapper uses (most of a Kineto trace): stop parsing it here.
     if (named && host && !link && !kept) return;
   }
-  if (ev.ph != 'X' && ev.ph != 'M') return;
+  if (ev.ph != 'X' && ev.ph != 'M' && !spec.every_phase) return;
   // Host events reach the sink only as the spec says: kept names (step markers) and link
   // categories carrying the link key (Kineto launches: the correlation that puts a kernel in its step).
   if (host && !kept && !(link && ev.args.num[spec.link->slot])) return;
@@ -159,7 +163,7 @@ struct Scan {
     const size_t n = read_flat_event(spec, cur.chunk_rest(), ev);
     if (n == 0) return false;
     cur.skip(n);
-    if (ev.ph == 'X' || ev.ph == 'M') sink(ev);
+    if (ev.ph == 'X' || ev.ph == 'M' || spec.every_phase) sink(ev);
     return true;
   }
 
@@ -214,8 +218,8 @@ void read_top_object(const std::string& path, const TopValue& value, const std::
   }
 }
 
-void scan_chrome(const std::string& path, const ScanSpec& spec, const std::function<void(const RawEvent&)>& sink,
-                 const std::function<void(const TopValue&)>& top_sink) {
+size_t scan_chrome(const std::string& path, const ScanSpec& spec, const std::function<void(const RawEvent&)>& sink,
+                   const std::function<void(const TopValue&)>& top_sink) {
   ByteSource src(path);
   JsonCursor cur(src);
   Scan scan{path, spec, cur, sink, top_sink};
@@ -227,6 +231,7 @@ void scan_chrome(const std::string& path, const ScanSpec& spec, const std::funct
     } else if (first == '{') {
       cur.advance();
       bool found = false;
+      std::vector<std::pair<std::string, uint64_t>> keys;  // (top-level key, its byte): each at most once
       cur.skip_ws();
       if (cur.peek() == '}') cur.advance();
       else do {
@@ -235,6 +240,11 @@ void scan_chrome(const std::string& path, const ScanSpec& spec, const std::funct
         if (cur.peek() < 0) throw JsonCut{at};
         if (cur.peek() != '"') scan.fail(at, "expected a key string");
         const std::string key = cur.take_string();
+        for (const auto& [k, first_at] : keys)
+          if (k == key)
+            scan.fail(at, fmt::format("top-level key \"{}\" given twice (first at byte {}); expected each key once",
+                                      key, first_at));
+        keys.emplace_back(key, at);
         cur.skip_ws();
         if (cur.peek() < 0) throw JsonCut{cur.offset()};
         if (cur.peek() != ':') scan.fail(cur.offset(), fmt::format("expected ':' after key \"{}\"", key));
@@ -268,6 +278,7 @@ void scan_chrome(const std::string& path, const ScanSpec& spec, const std::funct
   } catch (const JsonCut& cut) {
     throw TraceError(truncation_message(path, cut.end_offset, scan.index));
   }
+  return scan.index;
 }
 
 }  // namespace ppstream::analyze::detail

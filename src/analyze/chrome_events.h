@@ -42,6 +42,10 @@ struct ScanSpec {
   // of flat events (Megatron timer traces), where it replaces simdjson; off for the others, whose
   // device events (nested args, long names) it would mostly read in part and then hand over.
   bool flat_events = false;
+  // Hand events of every "ph" (none included, ph 0) to the sink, not only complete ("X") and
+  // metadata ("M") ones: for a reader that must refuse an event claiming to be its own with the
+  // wrong "ph" (Megatron timer ops, docs/whatif.md "Input") instead of never seeing it.
+  bool every_phase = false;
 
   // The first of `args` with this key (as the full parse matches them), nullptr when none; by
   // the index index_args() builds, else by a linear search.
@@ -75,6 +79,10 @@ struct RawArgs {
   std::array<std::string_view, kArgSlots> str{};
   std::array<std::optional<int64_t>, kArgSlots> num{};
   std::string_view meta_name;  // args.name: what a "M" (metadata) event names
+  // Bit i: an INT key of slot i was given, whatever its value (num[i] is empty when the value
+  // is no integer): a reader tells a malformed value from an absent key.
+  uint32_t num_given = 0;
+  bool given(size_t slot) const { return (num_given >> slot) & 1u; }
 };
 
 struct RawEvent {
@@ -95,10 +103,12 @@ struct TopValue {
 
 // Scans every event of the file at `path` (plain or gzip), reading it in bounded chunks and
 // parsing one event at a time (docs/analyze.md "Memory"); only complete ("X") and metadata ("M")
-// events reach `sink`, those of `spec.host_categories` as the spec says; top-level values named in
-// `spec.top_keys` reach `top_sink` as they are read. Throws TraceError with file, event index and
-// byte offset.
-void scan_chrome(const std::string& path, const ScanSpec& spec, const std::function<void(const RawEvent&)>& sink,
+// events reach `sink` (every one with `spec.every_phase`), those of `spec.host_categories` as the
+// spec says; top-level values named in `spec.top_keys` reach `top_sink` as they are read. Returns
+// how many events the file holds (those the sink never saw included). Throws TraceError with
+// file, event index and byte offset, and for a top-level key given twice (a second
+// "traceEvents" would hold every event twice).
+size_t scan_chrome(const std::string& path, const ScanSpec& spec, const std::function<void(const RawEvent&)>& sink,
                  const std::function<void(const TopValue&)>& top_sink);
 
 // Parses a top-level value as an object and hands it to `read`; a value that is not an object is

@@ -225,13 +225,15 @@ const ScanSpec& chrome_scan_spec() {
   return spec;
 }
 
-const ScanSpec& timer_scan_spec() {
-  static const ScanSpec spec = [] {
+const ScanSpec& timer_scan_spec(bool flat_events) {
+  static const auto make = [](bool flat) {
     ScanSpec s = chrome_scan_spec();
-    s.flat_events = true;
+    s.flat_events = flat;
+    s.every_phase = true;  // a timer op with the wrong "ph" is refused, not skipped (read_megatron.cpp)
     return s;
-  }();
-  return spec;
+  };
+  static const ScanSpec flat = make(true), full = make(false);
+  return flat_events ? flat : full;
 }
 
 void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOptions& opts) {

@@ -28,8 +28,9 @@ void add_rank(TraceSet& set, RankTimeline&& tl, const std::string& path);
 
 // The union of every format's ScanSpec (mappers.h), built once.
 const ScanSpec& chrome_scan_spec();
-// chrome_scan_spec with flat_events on: what read_timer_trace scans Megatron timelines with.
-const ScanSpec& timer_scan_spec();
+// chrome_scan_spec with every_phase on, and flat_events as asked: what read_timer_trace scans
+// Megatron timelines with (flat_events off: its full-parse oracle).
+const ScanSpec& timer_scan_spec(bool flat_events = true);
 // megatron_event (mappers.h) with the file named in its errors.
 std::optional<TimerOp> megatron_event_at(const std::string& path, const RawEvent& ev, StringTable& strings);
 

@@ -36,7 +36,7 @@ bool dropped_by_leading_keys(const ScanSpec& spec, std::string_view t) {
     if (!v) return false;
     if (*key == "ph") {
       const char ph = v->empty() ? '?' : v->front();
-      if (ph != 'X' && ph != 'M') return true;
+      if (ph != 'X' && ph != 'M' && !spec.every_phase) return true;
     } else if (*key == "name") {
       named = true;
       kept = kept_name(spec, *v);
@@ -196,6 +196,7 @@ bool read_flat_args(const ScanSpec& spec, FlatCursor& c, RawArgs& a) {
       int64_t v = 0;
       if (!c.integer(v)) return false;
       a.num[k->slot] = v;
+      a.num_given |= 1u << k->slot;
     }
   } while (c.next(closed));
   return closed;

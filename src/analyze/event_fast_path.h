@@ -21,7 +21,8 @@ inline bool kept_name(const ScanSpec& spec, std::string_view name) {
 
 // `text` is one event object. True when its leading keys are "ph", "cat" and "name" (in any
 // order; Kineto writes them first) with strings without escapes, and they decide the drop rules
-// of the full parse (chrome_events.cpp parse_event) alone: a "ph" other than X / M, or a host
+// of the full parse (chrome_events.cpp parse_event) alone: a "ph" other than X / M (with
+// `spec.every_phase` those are kept), or a host
 // category no mapper reads with a name no mapper keeps. False for everything else (another key
 // first, an escape, a number, device work, launches): the full parse decides, and names errors.
 bool dropped_by_leading_keys(const ScanSpec& spec, std::string_view text);

@@ -55,6 +55,47 @@ std::optional<TimerLaneName> parse_timer_lane(std::string_view s) {
   return std::nullopt;
 }
 
+size_t TimerOps::WorkerHash::operator()(const Worker& w) const {
+  uint64_t h = (static_cast<uint64_t>(static_cast<uint32_t>(w.dp_rank)) << 32) | static_cast<uint32_t>(w.tid);
+  h ^= (static_cast<uint64_t>(static_cast<uint32_t>(w.pp_rank)) << 21) + (static_cast<uint64_t>(w.tp_rank) << 7) +
+       static_cast<uint64_t>(w.lane);
+  return static_cast<size_t>(h * 0x9E3779B97F4A7C15ull >> 16);
+}
+
+void TimerOps::push_back(const TimerOp& op) {
+  const Worker w{op.dp_rank, op.tid, op.pp_rank, op.tp_rank, op.lane};
+  if (last_worker_ == UINT32_MAX || !(workers_[last_worker_] == w)) {
+    const auto [it, fresh] = index_.try_emplace(w, static_cast<uint32_t>(workers_.size()));
+    if (fresh) {
+      workers_.push_back(w);
+      first_op_.push_back(ops_.size());
+    }
+    last_worker_ = it->second;
+  }
+  ops_.push_back({op.start_ns, op.dur_ns, op.offset, op.step, op.chunk, op.mb, op.seq, op.name, last_worker_});
+}
+
+void TimerOps::resolve_file_lanes(const std::function<void(TimerOp&)>& resolve) {
+  for (size_t w = file_first_worker_; w < workers_.size(); ++w) {
+    TimerOp op = (*this)[first_op_[w]];
+    resolve(op);
+    workers_[w] = {op.dp_rank, op.tid, op.pp_rank, op.tp_rank, op.lane};
+  }
+  start_file();  // the index's keys were the unresolved lanes
+}
+
+void TimerOps::start_file() {
+  index_.clear();
+  file_first_worker_ = workers_.size();
+  last_worker_ = UINT32_MAX;
+}
+
+TimerOp TimerOps::unpack(const TimerOpRecord& r) const {
+  const Worker& w = workers_[r.worker];
+  return {r.start_ns, r.dur_ns, r.offset, r.step, w.dp_rank, w.pp_rank, w.tp_rank, r.chunk, r.mb, r.seq, w.tid, r.name,
+          w.lane};  // TimerOp's members in their order
+}
+
 namespace detail {
 
 void add_megatron_scan(ScanSpec& spec) {

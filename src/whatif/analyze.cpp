@@ -60,6 +60,7 @@ struct Analysis {
   // engine with the graph evaluator found.
   const EngineWorlds* worlds = nullptr;
   ProgramsCheck check{};
+  SimScratch scratch{};  // the graph evaluator's buffers, reused by every evaluation
 
   bool on_engine() const { return opts.evaluator == Evaluator::ENGINE; }
 
@@ -80,7 +81,7 @@ struct Analysis {
       return world.steps_ms(view, nsteps, keep);
     };
     const auto by_graph = [&] {
-      SimRun r = simulate_graph(graph, nsteps, rows, view, keep_graph != nullptr);
+      SimRun r = simulate_graph(graph, nsteps, rows, view, keep_graph != nullptr, &scratch);
       auto out = r.step_ms;
       if (keep_graph) *keep_graph = std::move(r);
       return out;

@@ -24,10 +24,23 @@ uint64_t key_of(int32_t stage, OpType t, int32_t seq) {
 // A worker whose lanes the metadata declares but that has no op at all lost its ops (a trace
 // cut short, a DP rank's file emptied): read without it, the job would look smaller.
 void check_declared_workers(const analyze::TimerTrace& trace) {
+  int32_t dp = 0, pp = 0;
+  for (const analyze::TimerOp& op : trace.ops) dp = std::max(dp, op.dp_rank + 1), pp = std::max(pp, op.pp_rank + 1);
+  // A flag per (DP rank, stage) where that is small (always, but for absurd ranks: then a set).
+  const bool flat = int64_t{dp} * pp <= (int64_t{1} << 24);
+  std::vector<char> flags(flat ? static_cast<size_t>(dp) * static_cast<size_t>(pp) : 0);
   std::set<std::pair<int32_t, int32_t>> seen;
-  for (const analyze::TimerOp& op : trace.ops) seen.emplace(op.dp_rank, op.pp_rank);
+  for (const analyze::TimerOp& op : trace.ops) {
+    if (flat) flags[static_cast<size_t>(op.dp_rank) * static_cast<size_t>(pp) + static_cast<size_t>(op.pp_rank)] = 1;
+    else seen.emplace(op.dp_rank, op.pp_rank);
+  }
+  const auto has_op = [&](std::pair<int32_t, int32_t> w) {
+    if (!flat) return seen.contains(w);
+    return w.first < dp && w.second < pp &&
+           flags[static_cast<size_t>(w.first) * static_cast<size_t>(pp) + static_cast<size_t>(w.second)] != 0;
+  };
   for (const auto& [w, file] : trace.declared_workers)
-    if (!seen.contains(w))
+    if (!has_op(w))
       throw LiftError(fmt::format("DP rank {}, stage {}: {} declares its lanes (thread_name metadata) but the trace "
                                   "holds no timer op of it; the lifting needs every worker's ops (give the complete "
                                   "trace of every DP rank)",
@@ -49,6 +62,7 @@ Job build_job(const analyze::TimerTrace& trace, std::optional<std::pair<int32_t,
   std::map<std::string, int64_t> unknown;
   std::optional<int32_t> tp;
   std::vector<int32_t> steps;
+  std::optional<int32_t> last_step;
   auto kept = [&](const analyze::TimerOp& op) {
     return type_of_name[op.name] && (!step_range || (op.step >= step_range->first && op.step <= step_range->second));
   };
@@ -67,7 +81,12 @@ Job build_job(const analyze::TimerTrace& trace, std::optional<std::pair<int32_t,
     job.dp = std::max(job.dp, op.dp_rank + 1);
     job.pp = std::max(job.pp, op.pp_rank + 1);
     job.vpp = std::max(job.vpp, op.chunk + 1);
-    steps.push_back(op.step);
+    // The step ids, sorted and unique as they are found (a few; ops of one step mostly in a row).
+    if (last_step != op.step) {
+      last_step = op.step;
+      const auto at = std::lower_bound(steps.begin(), steps.end(), op.step);
+      if (at == steps.end() || *at != op.step) steps.insert(at, op.step);
+    }
   }
   check_declared_workers(trace);
   for (const auto& [name, n] : unknown) {
@@ -80,8 +99,6 @@ Job build_job(const analyze::TimerTrace& trace, std::optional<std::pair<int32_t,
                                              step_range->second)
                                : std::string("no timer op of a known type (forward-compute, …) in the trace"));
   }
-  std::sort(steps.begin(), steps.end());
-  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
   job.steps = steps;
   const int32_t first = steps.front();
   std::unordered_map<int32_t, int32_t> step_index;

@@ -2,14 +2,13 @@
 
 #include <array>
 
+#include "ppstream/analyze/megatron.h"
+
 namespace ppstream::whatif {
 namespace {
-constexpr std::array<std::string_view, kOpTypes> kNames = {
-    "forward-compute",      "backward-compute",          "forward-send",
-    "forward-recv",         "backward-send",             "backward-recv",
-    "params-all-gather",    "grads-reduce-scatter",      "separate-grads-all-reduce",
-    "layernorm-grads-all-reduce", "embedding-grads-all-reduce", "optimizer-clip-main-grad",
-    "optimizer",            "gc"};
+// The reader's list (megatron.h), in OpType's order.
+constexpr const auto& kNames = analyze::kMegatronTimerNames;
+static_assert(kNames.size() == kOpTypes);
 }  // namespace
 
 std::string_view name_of(OpType t) { return kNames[static_cast<size_t>(t)]; }

@@ -18,13 +18,32 @@ struct SimRun {
   std::vector<double> start_ms, end_ms;  // [op · rows + row], kept when asked for
 };
 
+// The per-op times of an evaluation, reused across evaluations (`simulate_graph` writes every
+// entry it reads before reading it: every op and group is in the graph's order), so no call
+// allocates or zero-fills its ops × rows buffers again. Grows to the largest call's size.
+struct SimScratch {
+  std::vector<double> start, end, join;
+  static void fit(std::vector<double>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+  }
+};
+
 // `cost` provides dur(k, j), transfer(k, j), delay(k, j) for op k on local row j (j = step ·
-// rows_per_step + i). Deterministic; O(ops · rows) per call.
+// rows_per_step + i). Deterministic; O(ops · rows) per call. `scratch`: the buffers to reuse
+// (none: fresh ones); with `keep_times` the run's times are moved out of it into the result.
 template <class Cost>
-SimRun simulate_graph(const Graph& g, int32_t steps, int32_t rows_per_step, const Cost& cost, bool keep_times = false) {
+SimRun simulate_graph(const Graph& g, int32_t steps, int32_t rows_per_step, const Cost& cost, bool keep_times = false,
+                      SimScratch* scratch = nullptr) {
   const auto K = static_cast<int64_t>(g.deps.size());
   const int64_t J = int64_t{steps} * rows_per_step;
-  std::vector<double> start(static_cast<size_t>(K * J)), end(static_cast<size_t>(K * J)), join(static_cast<size_t>(J));
+  SimScratch own;
+  SimScratch& buf = scratch ? *scratch : own;
+  SimScratch::fit(buf.start, static_cast<size_t>(K * J));
+  SimScratch::fit(buf.end, static_cast<size_t>(K * J));
+  SimScratch::fit(buf.join, static_cast<size_t>(J));
+  std::vector<double>& start = buf.start;
+  std::vector<double>& end = buf.end;
+  std::vector<double>& join = buf.join;
   for (int32_t n : g.order) {
     if (n >= 0) {
       const int64_t k = n;
@@ -40,7 +59,7 @@ SimRun simulate_graph(const Graph& g, int32_t steps, int32_t rows_per_step, cons
       }
     } else {
       const CommGroup& grp = g.groups[static_cast<size_t>(-n - 1)];
-      std::fill(join.begin(), join.end(), -1e300);
+      std::fill(join.begin(), join.begin() + J, -1e300);
       for (int32_t m : grp.members) {
         const double* s = start.data() + int64_t{m} * J;
         for (int64_t j = 0; j < J; ++j) join[static_cast<size_t>(j)] = std::max(join[static_cast<size_t>(j)], s[j]);
@@ -67,8 +86,8 @@ SimRun simulate_graph(const Graph& g, int32_t steps, int32_t rows_per_step, cons
     }
   }
   if (keep_times) {
-    run.start_ms = std::move(start);
-    run.end_ms = std::move(end);
+    run.start_ms.assign(start.begin(), start.begin() + K * J);
+    run.end_ms.assign(end.begin(), end.begin() + K * J);
   }
   return run;
 }

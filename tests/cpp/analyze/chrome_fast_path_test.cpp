@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -99,8 +100,8 @@ const std::vector<std::string> kTimerEvents = {
     R"({ "ph" : "X" , "name" : "forward-compute" , "pid" : 1 , "tid" : 3 , "ts" : 12 , "dur" : 0.0005 , "args" : { "seq_id" : 0 , "step" : 16 , "model_chunk" : -1 , "mb_id" : 2 , "other" : 1.5 } })",
     R"("name": "backward-compute", "ph": "X", "pid": 0, "tid": 3, "ts": -0.0015, "dur": 7.9995, "s": "t", "id": null, "args": {"step": 16, "seq_id": 1, "mb_id": -1, "note": "x", "flag": true})",
     R"("name": "backward-compute", "ph": "X", "pid": 1, "tid": 3, "ts": 100.25, "dur": 3, "args": {"step": 16, "seq_id": 1})",
-    R"("name": "gc", "ph": "X", "pid": 0, "tid": 3, "ts": 200, "dur": 1, "args": {})",
-    R"("name": "an instant", "ph": "i", "pid": 0, "tid": 3, "ts": 5, "args": {"step": 16, "seq_id": 9})",
+    R"("name": "an annotation", "ph": "X", "pid": 0, "tid": 3, "ts": 200, "dur": 1, "args": {})",
+    R"("name": "an instant", "ph": "i", "pid": 0, "tid": 3, "ts": 5, "args": {"mb_id": 16, "note": 9})",
 };
 
 std::string timer_trace(const std::vector<std::string>& members, bool full_parse) {
@@ -156,7 +157,7 @@ TEST(AnalyzeFastPath, FlatTimerEventsReadAsTheFullParse) {
   EXPECT_EQ(t[0].ops[2].mb, -1);
   EXPECT_EQ(t[0].declared_workers.size(), 2u);
   EXPECT_EQ(t[0].declared_workers.size(), t[1].declared_workers.size());
-  ASSERT_EQ(t[0].notes.size(), 1u);  // the gc op without step / seq_id
+  ASSERT_EQ(t[0].notes.size(), 1u);  // the annotation without step / seq_id
   ASSERT_EQ(t[1].notes.size(), 1u);
   EXPECT_NE(t[0].notes[0].find(": 1 complete events are no timer op"), std::string::npos) << t[0].notes[0];
 }
@@ -194,6 +195,110 @@ TEST(AnalyzeFastPath, FlatTimerEventErrorsAreTheFullParses) {
     }
     EXPECT_EQ(msg[0], msg[1]) << bad[i];
     EXPECT_NE(msg[0].find("FILE: byte "), std::string::npos) << msg[0];
+  }
+}
+
+
+// The error read_timer_trace gives for kTimerEvents' first five events and then `bad`, on the
+// flat path and on the full parse (the file written as FILE); "" when it reads.
+std::array<std::string, 2> timer_error(const std::string& name, const std::vector<std::string>& bad) {
+  const auto dir = testing::temp_dir("timer_errors");
+  std::array<std::string, 2> msg;
+  for (bool full : {false, true}) {
+    std::vector<std::string> evs(kTimerEvents.begin(), kTimerEvents.begin() + 5);
+    const std::string good = timer_trace(evs, false), last = timer_trace(bad, full);
+    const auto path = testing::write_file(dir / fmt::format("{}{}", name, full ? "b" : "a") / "t.json",
+                                          good.substr(0, good.size() - 1) + ",\n" + last.substr(1));
+    TimerTrace t;
+    try {
+      read_timer_trace(path, t);
+    } catch (const TraceError& e) {
+      msg[full] = e.what();
+      const auto at = msg[full].find(path);
+      if (at != std::string::npos) msg[full].replace(at, path.size(), "FILE");
+    }
+  }
+  return msg;
+}
+
+// What marks a timer op (docs/whatif.md "Input"): args.step or args.seq_id given, or an "X" event
+// named as a timer. One that is malformed is a located error, not an event silently left out
+// (breaker3: each of these read as "no timer op" and the lifting failed far away, "has no
+// counterpart on DP rank 0"). Fails on 4a547bd: no error at all.
+TEST(MegatronReader, MalformedTimerOpsAreLocated) {
+  const std::string head = R"("name": "backward-compute", "pid": 0, "tid": 3, "ts": 9, "dur": 1)";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {head + R"(, "ph": "X", "args": {"step": 00, "seq_id": 0})", "args.step that is no integer"},
+      {head + R"(, "ph": "X", "args": {"step": null, "seq_id": 0})", "args.step that is no integer"},
+      {head + R"(, "ph": "X", "args": {"step": "x", "seq_id": 0})", "args.step that is no integer"},
+      {head + R"(, "ph": "X", "args": {"step": 1.5, "seq_id": 0})", "args.step that is no integer"},
+      {head + R"(, "ph": "X", "args": {"step": 16, "seq_id": "y"})", "args.seq_id that is no integer"},
+      {head + R"(, "ph": "X", "args": {"step": 16})", "args.seq_id missing"},
+      {head + R"(, "ph": "X")", "args.step missing"},
+      {head + R"(, "args": {"step": 16, "seq_id": 0})", "its \"ph\" is missing"},
+      {head + R"(, "ph": "B", "args": {"step": 16, "seq_id": 0})", "its \"ph\" is 'B'"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto msg = timer_error(fmt::format("m{}", i), {cases[i].first});
+    EXPECT_EQ(msg[0], msg[1]) << cases[i].first;
+    EXPECT_NE(msg[0].find("FILE: byte "), std::string::npos) << cases[i].first << ": " << msg[0];
+    EXPECT_NE(msg[0].find("event #5 'backward-compute'"), std::string::npos) << msg[0];
+    EXPECT_NE(msg[0].find(cases[i].second), std::string::npos) << cases[i].first << ": " << msg[0];
+  }
+}
+
+// A "ts" beyond the analyzer's bound (timeline.h kMaxAbsTsNs), or within it but days off the
+// rest of its step (breaker3: 1e15 gave "the lifted dependencies form a cycle", naming no file;
+// -9223372036854 a launch_slowdown of 1e7 with exit 0), is a located error. Fails on 4a547bd.
+TEST(MegatronReader, CorruptTimestampsAreLocated) {
+  const auto ev = [](const std::string& ts) {
+    return R"("name": "backward-compute", "ph": "X", "pid": 0, "tid": 3, "dur": 1, "args": {"step": 16, "seq_id": 0}, "ts": )" + ts;
+  };
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"5e15", "FILE: byte ", "is beyond ±4e+15 µs"},
+      {"-4000000000000001", "FILE: byte ", "is beyond ±4e+15 µs"},
+      {"1e15", "FILE: step 16 spans 11574.1 days", "a \"ts\" is corrupt"},
+      {"-9223372036854", "FILE: step 16 spans 106.8 days", "a \"ts\" is corrupt"}};
+  for (const auto& [ts, where, what] : cases) {
+    const auto msg = timer_error("ts" + ts, {ev(ts)});
+    EXPECT_EQ(msg[0], msg[1]) << ts;
+    EXPECT_NE(msg[0].find(where), std::string::npos) << ts << ": " << msg[0];
+    EXPECT_NE(msg[0].find(what), std::string::npos) << ts << ": " << msg[0];
+  }
+  // A step of just under 7 days (its first op starts at 2,688,330.4 µs) is read.
+  EXPECT_EQ(timer_error("ts_ok", {ev("604802688000")})[0], "");
+}
+
+// A second "traceEvents" would hold every op twice (breaker3: read twice, the lifting then said
+// "two forward-compute ops with seq_id 0"): the file and key are named. Fails on 4a547bd.
+TEST(MegatronReader, TopLevelKeyGivenTwiceIsRefused) {
+  const auto dir = testing::temp_dir("dup_key");
+  const std::string events = timer_trace(std::vector<std::string>(kTimerEvents.begin(), kTimerEvents.begin() + 5), false);
+  const auto path = testing::write_file(dir / "t.json", R"({"traceEvents": )" + events + R"(, "traceEvents": )" + events + "}");
+  TimerTrace t;
+  try {
+    read_timer_trace(path, t);
+    ADD_FAILURE() << "read " << t.ops.size() << " ops";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": byte "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("top-level key \"traceEvents\" given twice"), std::string::npos) << e.what();
+  }
+}
+
+// "No timer op among N events" counts every event of the file, those the scanner drops by their
+// host category too (breaker3: "among 0 events" for a file of 147). Fails on 4a547bd ("among 1").
+TEST(MegatronReader, NoTimerOpCountsEveryEvent) {
+  const auto dir = testing::temp_dir("no_timer_op");
+  std::string t = R"([{"name": "thread_name", "ph": "M", "pid": 0, "tid": 3, "args": {"name": "PP rank 0, TP rank 0, compute"}})";
+  for (int i = 0; i < 146; ++i)
+    t += fmt::format(R"(,{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 0, "tid": 3, "ts": {}, "dur": 1}})", i);
+  const auto path = testing::write_file(dir / "t.json", t + "]");
+  TimerTrace tt;
+  try {
+    read_timer_trace(path, tt);
+    ADD_FAILURE() << "no error";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": no Megatron timer op among 147 events"), std::string::npos) << e.what();
   }
 }
 
