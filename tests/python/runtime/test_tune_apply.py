@@ -7,6 +7,7 @@ it (the ``ppstream`` beside this interpreter; ``--baseline``: one process, short
 - --apply into another directory than the config's: ``train.model`` / ``train.data`` still import
   the config's own modules (main's: "no module 'regressor' in the config's directory"), and the
   losses equal those of the config as written.
+- train.module_dir that is not a directory is refused naming the key (main: an unknown key).
 """
 from __future__ import annotations
 
@@ -53,3 +54,14 @@ def test_tune_apply_elsewhere_keeps_the_own_model(tmp_path):
     applied = baseline_losses(out, str(tmp_path / "applied"), 2)
     written = baseline_losses(cfg, str(tmp_path / "written"), 2)
     assert applied == written
+
+
+def test_module_dir_that_is_not_a_directory_is_refused_naming_the_key(tmp_path):
+    from ppstream.mindspore.runconfig import RunConfigError, load_run_config
+    cfg = tmp_path / "own.yaml"
+    with open(os.path.join(ROOT, "examples", "own-model", "pp2-vpp2-hsdp.yaml"), encoding="utf-8") as f:
+        cfg.write_text(f.read().replace("  seed: 7\n", "  seed: 7\n  module_dir: no-such-dir\n"))
+    with pytest.raises(RunConfigError, match=r"train\.module_dir='no-such-dir': .*no-such-dir is not a directory"):
+        load_run_config(str(cfg))
+    cfg.write_text(cfg.read_text().replace("module_dir: no-such-dir", f"module_dir: {ROOT}/examples/own-model"))
+    assert load_run_config(str(cfg)).config_dir == os.path.join(ROOT, "examples", "own-model")
