@@ -6,7 +6,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -17,6 +20,29 @@
 #include "ppstream/tune/tune.h"
 
 namespace ppstream::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The best plan's YAML as --apply writes it at `out`. A config with a train: section imports
+// train.model / train.data / train.eval_data (MODULE:FUNCTION) from its own directory, or from
+// train.module_dir relative to it (docs/config.md "train:"): written into another directory, the
+// plan names that directory as train.module_dir, absolute, so the factories are the same files.
+std::string applied_yaml(const std::string& yaml, const std::string& source, const std::string& out) {
+  PipelineConfig c = load_config_text(yaml, "tune's best plan");
+  const auto train = c.extra_sections.find("train");
+  if (train == c.extra_sections.end()) return yaml;
+  const fs::path from = fs::weakly_canonical(fs::absolute(source.empty() ? fs::path("x") : fs::path(source))).parent_path();
+  fs::path modules = from;
+  const YAML::Node section = YAML::Load(train->second);
+  if (section.IsMap() && section["module_dir"] && section["module_dir"].IsScalar() && !section["module_dir"].Scalar().empty())
+    modules = fs::weakly_canonical(from / section["module_dir"].Scalar());
+  if (modules == fs::weakly_canonical(fs::absolute(fs::path(out))).parent_path()) return yaml;
+  apply_override(c, "train.module_dir", YAML::Dump(YAML::Node(modules.string())));
+  return to_yaml(c);
+}
+
+}  // namespace
 
 void register_tune(CLI::App& app, int& exit_code) {
   struct Args {
@@ -114,7 +140,7 @@ void register_tune(CLI::App& app, int& exit_code) {
         << fmt::format("{:.3f}", best.score_ms) << " ms"
         << (r.objective == tune::Objective::P99 ? std::string() : fmt::format(", p99 {:.3f} ms", best.p99_ms)) << " over " << best.trials
         << " trials: `ppstream simulate THIS.yaml --trials " << best.trials << "` reproduces them)\n"
-        << best.yaml;
+        << applied_yaml(best.yaml, job ? job->config_path : args->config.path, args->apply);
       if (!f) throw std::invalid_argument("tune --apply: error writing " + args->apply);
     }
     exit_code = 0;

@@ -3,6 +3,7 @@
 // them (TraceScoring).
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <stdexcept>
 
 #include "ppstream/analyze/readers.h"
@@ -11,6 +12,29 @@
 #include "tune/scoring.h"
 
 namespace ppstream::tune {
+namespace {
+
+// One trace lifted, its faults named as tune's. Only a ppstream trace: tune compiles variants of
+// the job's config, which a Megatron timeline does not carry (whatif studies those).
+whatif::LiftedTrace lift_one(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !whatif::is_ppstream_trace(path))
+    throw whatif::LiftError(fmt::format(
+        "tune --from-trace {}: not a ppstream trace; tune takes a trace of `ppstream simulate --cluster "
+        "--trace-every-rank --trace T.json` (T.json.config.yaml beside it), a `replay --trace DIR` directory or a "
+        "`train` run directory, because every plan is a variant of the job's config, compiled again. A Megatron "
+        "timeline has no config to compile: study it with `ppstream whatif {}` (docs/tune.md \"From a trace\")",
+        path, path));
+  try {
+    return whatif::lift_ppstream_trace(path);
+  } catch (const whatif::LiftError& e) {
+    std::string what = e.what();
+    if (what.starts_with("whatif: ")) what.erase(0, 8);
+    throw whatif::LiftError("tune --from-trace: " + what);
+  }
+}
+
+}  // namespace
 
 TraceJob lift_traces(const std::vector<std::string>& paths) {
   if (paths.empty()) throw std::invalid_argument("tune --from-trace: expected at least one trace");
@@ -22,7 +46,7 @@ TraceJob lift_traces(const std::vector<std::string>& paths) {
                                             "twice); give each trace once",
                                             *twice));
   for (const std::string& path : paths) {
-    const whatif::LiftedTrace lifted = whatif::lift_ppstream_trace(path);
+    const whatif::LiftedTrace lifted = lift_one(path);
     const std::string yaml = to_yaml(lifted.config);
     if (job.paths.empty()) {
       job.config = lifted.config;

@@ -2,6 +2,7 @@
 // trials (every plan's trial t is the same straggler draw: common random numbers), scored by
 // `simulate`; the memory budget drops a plan at any rung; --budget-s stops with the best so far.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -88,6 +89,7 @@ class Search {
     rep_.trials = o_.trials;
     rep_.memory_budget_bytes = o_.memory_budget_bytes;
     rep_.space = o_.space.empty() ? default_space(base_) : o_.space;
+    leave_out_untrainable();
     base_yaml_ = to_yaml(base_);
     rep_.as_written = score_once(base_, {}, "as written", /*as_written=*/true);
     baselines();
@@ -98,6 +100,34 @@ class Search {
   }
 
  private:
+  // A config with a train: section is meant for `ppstream train`: the schedules the MindSpore
+  // runtime cannot run leave the default space (train's own rule, cli/cmd_train.cpp
+  // refuse_split_backward: a schedule that splits_backward), with a note saying which and why;
+  // one named in --space is an error (the written plan would be refused by train).
+  void leave_out_untrainable() {
+    if (base_.extra_sections.find("train") == base_.extra_sections.end()) return;
+    for (Dimension& d : rep_.space) {
+      if (d.key != "schedule") continue;
+      std::vector<std::string> kept, left;
+      for (const std::string& v : d.values) {
+        const auto k = parse_schedule_kind(v);
+        (k && splits_backward(*k) ? left : kept).push_back(v);
+      }
+      if (left.empty()) return;
+      const std::string why = fmt::format(
+          "{} split{} the backward into I and W, and the MindSpore runtime runs only the fused backward B (docs/runtime.md)",
+          fmt::join(left, ", "), left.size() == 1 ? "s" : "");
+      if (!o_.space.empty())
+        throw std::invalid_argument(fmt::format(
+            "tune --space schedule={}: the config has a train: section (it is meant for `ppstream train`), and {}; "
+            "give schedules train runs ({}), or tune a copy of the config without its train: section to study them",
+            fmt::join(d.values, ","), why, kept.empty() ? std::string("1f1b, interleaved_1f1b") : fmt::format("{}", fmt::join(kept, ", "))));
+      rep_.notes.push_back(fmt::format("the config has a train: section, so the space leaves out the schedules "
+                                       "`ppstream train` refuses (--apply writes a plan it runs): {}",
+                                       why));
+      d.values = std::move(kept);
+    }
+  }
   double elapsed() const { return clock_ ? clock_() : std::chrono::duration<double>(Clock::now() - t0_).count(); }
   bool out_of_time() {
     if (o_.budget_s && elapsed() >= *o_.budget_s) rep_.stopped_by_budget = true;
@@ -305,7 +335,7 @@ static std::vector<std::string> config_notes(const PipelineConfig& cfg) {
 
 TuneReport tune(const PipelineConfig& cfg, const TuneOptions& opts) {
   TuneReport r = Search(cfg, opts, [](const PipelineConfig& c) { return std::make_unique<tune_detail::PlanScoring>(c); }, {}).run();
-  r.notes = config_notes(cfg);
+  for (std::string& n : config_notes(cfg)) r.notes.push_back(std::move(n));
   return r;
 }
 

@@ -51,8 +51,8 @@ def load_factory(spec: Any, key: str, config_dir: str = "") -> Callable:
         mod = importlib.import_module(mod_name)
     except ModuleNotFoundError as e:
         if e.name and mod_name.startswith(e.name):
-            raise RecipeError(f"{where}: no module {e.name!r} in the config's directory ({config_dir or '-'}) or on "
-                              "PYTHONPATH") from None
+            raise RecipeError(f"{where}: no module {e.name!r} in the config's directory or train.module_dir "
+                              f"({config_dir or '-'}) or on PYTHONPATH") from None
         raise RecipeError(f"{where}: importing {mod_name} failed: {e}") from e
     except Exception as e:  # noqa: BLE001 - the user's module failed at import
         raise RecipeError(f"{where}: importing {mod_name} failed: {type(e).__name__}: {e}") from e

@@ -35,6 +35,7 @@ TRAIN_DEFAULTS = {
     "model": "ppstream.mindspore.model.moe:build",  # the model factory, MODULE:FUNCTION (recipe.py)
     "data": "ppstream.mindspore.data.text:batches",  # the data factory, MODULE:FUNCTION
     "text": "/usr/share/games/fortunes",  # the built-in text data's corpus: a file or a directory
+    "module_dir": "",  # where train.model/data/eval_data are imported from first; "": the config's directory
     "recompute": False,  # True: backward reruns the stage's forward (keeps only stage inputs)
     # LR schedule (components/lr_schedule.py, Megatron-LM's OptimizerParamScheduler): lr is the peak
     "min_lr": 0.0,
@@ -188,6 +189,11 @@ def load_run_config(path: str, overrides: dict[str, str] | None = None) -> RunCo
     train = _section(doc, "train", TRAIN_DEFAULTS, path)
     layers = [tuple(x) for x in core["stage_layers"]]
     cfg_dir = os.path.dirname(os.path.abspath(path))
+    if train["module_dir"]:  # relative to the config's directory (tune --apply writes it absolute)
+        cfg_dir = os.path.normpath(os.path.join(cfg_dir, train["module_dir"]))
+        if not os.path.isdir(cfg_dir):
+            raise RunConfigError(f"{path}: train.module_dir={train['module_dir']!r}: {cfg_dir} is not a directory "
+                                 "(the factories' modules are imported from it first)")
     if train["hccl_buffer_size"] < 0:
         raise RunConfigError(f"{path}: train.hccl_buffer_size={train['hccl_buffer_size']}: expected MB >= 1, or 0 "
                              "for HCCL's own size (HCCL_BUFFSIZE, default 200)")

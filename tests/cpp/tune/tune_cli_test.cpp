@@ -166,4 +166,99 @@ TEST_F(TuneCli, ApplyRefusesTheFilesTheSearchReadsAndAPathItCannotWriteBeforeSea
   fs::remove(trace + ".config.yaml");
 }
 
+// A config with a train: section is meant for `ppstream train`, which runs only the fused
+// backward: the default space leaves out the schedules that split it (the note says so), and
+// --space naming one is refused before the search.
+TEST_F(TuneCli, TrainConfigLeavesOutTheSchedulesTrainRefuses) {
+  { std::ofstream(cfg_, std::ios::app) << "train: {steps: 2}\n"; }
+  const CliRun t = run("tune " + cfg_ + " --trials 3 --json --quiet --apply " + out_);
+  ASSERT_EQ(t.rc, 0) << t.err;
+  const auto j = nlohmann::json::parse(t.out);
+  bool has_schedule = false;
+  for (const auto& d : j["space"])
+    if (d["key"] == "schedule") {
+      has_schedule = true;
+      EXPECT_EQ(d["values"], nlohmann::json::array({"gpipe", "1f1b"})) << d.dump();
+    }
+  EXPECT_TRUE(has_schedule) << j["space"].dump();
+  EXPECT_NE(j["notes"].dump().find("leaves out the schedules `ppstream train` refuses"), std::string::npos) << j["notes"].dump();
+  EXPECT_NE(j["notes"].dump().find("zb_h1 splits the backward"), std::string::npos) << j["notes"].dump();
+  std::ifstream f(out_);
+  const std::string written(std::istreambuf_iterator<char>(f), {});
+  EXPECT_EQ(written.find("zb_h1"), std::string::npos) << written;
+  const CliRun zb = run("tune " + cfg_ + " --trials 3 --quiet --space schedule=1f1b,zb_h1");
+  EXPECT_EQ(zb.rc, 2);
+  EXPECT_NE(zb.err.find("tune --space schedule=1f1b,zb_h1: the config has a train: section"), std::string::npos) << zb.err;
+  EXPECT_NE(zb.err.find("zb_h1 splits the backward"), std::string::npos) << zb.err;
+  EXPECT_EQ(zb.out, "");
+}
+
+// --apply into another directory: train.model / train.data are imported from the config's own
+// directory, so the written plan names it as train.module_dir (absolute); into the same
+// directory it writes no module_dir.
+TEST_F(TuneCli, ApplyElsewhereNamesTheModuleDirectory) {
+  const fs::path src = fs::path(temp_path("src"));
+  const fs::path dst = fs::path(temp_path("dst"));
+  fs::create_directories(src);
+  fs::create_directories(dst);
+  const std::string cfg = (src / "own.yaml").string();
+  fs::copy_file(cfg_, cfg, fs::copy_options::overwrite_existing);
+  { std::ofstream(cfg, std::ios::app) << "train:\n  model: regressor:build\n  data: regressor:batches\n"; }
+  const auto module_dir_of = [](const fs::path& p) {
+    std::ifstream f(p);
+    const std::string text(std::istreambuf_iterator<char>(f), {});
+    const size_t at = text.find("module_dir: ");
+    return at == std::string::npos ? std::string() : text.substr(at + 12, text.find('\n', at) - at - 12);
+  };
+  ASSERT_EQ(run("tune " + cfg + " --trials 2 --quiet --space schedule=1f1b --apply " + (dst / "best.yaml").string()).rc, 0);
+  EXPECT_EQ(module_dir_of(dst / "best.yaml"), fs::weakly_canonical(src).string());
+  ASSERT_EQ(run("tune " + cfg + " --trials 2 --quiet --space schedule=1f1b --apply " + (src / "best.yaml").string()).rc, 0);
+  EXPECT_EQ(module_dir_of(src / "best.yaml"), "");
+  // The written plan tuned again into a third directory keeps naming the first one.
+  const fs::path third = fs::path(temp_path("third"));
+  fs::create_directories(third);
+  ASSERT_EQ(run("tune " + (dst / "best.yaml").string() + " --trials 2 --quiet --space schedule=1f1b --apply " +
+                (third / "best.yaml").string()).rc, 0);
+  EXPECT_EQ(module_dir_of(third / "best.yaml"), fs::weakly_canonical(src).string());
+  fs::remove_all(src);
+  fs::remove_all(dst);
+  fs::remove_all(third);
+}
+
+// A value that is not of its option's type says what is expected, for every command (one
+// place: run_app); an unsigned option refuses a negative value instead of wrapping it.
+TEST_F(TuneCli, OptionValuesOfTheWrongTypeSayWhatIsExpected) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"tune " + cfg_ + " --trials abc", "ppstream: tune --trials abc: expected an integer"},
+      {"tune " + cfg_ + " --trials 1.5", "ppstream: tune --trials 1.5: expected an integer"},
+      {"tune " + cfg_ + " --budget-s abc", "ppstream: tune --budget-s abc: expected a number"},
+      {"simulate " + cfg_ + " --trials x", "ppstream: simulate --trials x: expected an integer"},
+      {"tune --from-trace t.json --trace-seed -1", "--trace-seed: expected an integer >= 0"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const CliRun r = run(args);
+    EXPECT_EQ(r.rc, 2) << args;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(r.out, "") << args;
+  }
+}
+
+// --from-trace takes a ppstream trace (its config is compiled again for every plan): a Megatron
+// timeline is refused as tune's, naming whatif for it; a lift fault is tune's too.
+TEST_F(TuneCli, FromTraceOfATimelineNamesWhatif) {
+  const std::string timeline = temp_path("timeline.json");
+  std::ofstream(timeline) << R"({"traceEvents": [{"name": "forward-compute", "ph": "X", "ts": 0, "dur": 5, "pid": 0, "tid": 0}]})";
+  const CliRun t = run("tune --from-trace " + timeline + " --quiet");
+  EXPECT_EQ(t.rc, 2);
+  EXPECT_NE(t.err.find("ppstream: tune --from-trace " + timeline + ": not a ppstream trace"), std::string::npos) << t.err;
+  EXPECT_NE(t.err.find("`ppstream whatif " + timeline + "`"), std::string::npos) << t.err;
+  EXPECT_EQ(t.err.find("whatif: "), std::string::npos) << t.err;
+  EXPECT_EQ(t.out, "");
+  const CliRun missing = run("tune --from-trace " + temp_path("none.json") + " --quiet");
+  EXPECT_EQ(missing.rc, 2);
+  EXPECT_NE(missing.err.find("ppstream: tune --from-trace: "), std::string::npos) << missing.err;
+  EXPECT_EQ(missing.err.find("whatif: "), std::string::npos) << missing.err;
+  fs::remove(timeline);
+}
+
 }  // namespace

@@ -78,6 +78,8 @@ TEST(TuneOptions, MemoryBudgetIsAWholeByteCountWithUnits) {
   for (const char* bad : {"", "0", "0GiB", "0.5", "1.5", "-1", "inf", "nan", "1e400", "1e9", "80G", "80gib", "GiB", "1.0001KiB", "99999999999TiB"})
     EXPECT_THROW(parse_memory_budget(bad), std::invalid_argument) << bad;
   EXPECT_NE(error_of([] { parse_memory_budget("80G"); }).find("unknown unit 'G'"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_memory_budget("1e9"); }).find("an exponent ('e9') is not taken"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_memory_budget("1E+9"); }).find("an exponent ('E+9') is not taken"), std::string::npos);
   // The library refuses the same values given directly.
   for (double bad : {0.5, 0.0, -1.0, std::numeric_limits<double>::infinity(), std::nan("")}) {
     TuneOptions o;
