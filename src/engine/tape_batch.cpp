@@ -127,9 +127,18 @@ void TapeBatch::run(const Segment& seg, const double* fixed, const double* arriv
   double ms[W];
   for (int l = 0; l < W; ++l) ms[l] = makespan[l];
   const int32_t* op = operands_.data() + seg.operand;
+  // The slots of the operands kPrefetch ahead are asked from memory while this entry computes:
+  // on a large world the live slots outgrow the caches and a read of a value written long before
+  // is a miss the out-of-order window alone does not hide (docs/semantics.md "The batched
+  // replay"). A hint only: no value changes.
+  const int32_t* const operands = operands_.data();
+  const size_t n_operands = operands_.size();
   const Entry* const end = entries_.data() + seg.entry_end;
   for (const Entry* it = entries_.data() + seg.entry; it != end; ++it) {
     const Entry& e = *it;
+    const size_t ahead = static_cast<size_t>(op - operands) + kPrefetch;
+    for (size_t q = ahead; q < std::min(ahead + e.ops, n_operands); ++q)
+      __builtin_prefetch(v + static_cast<size_t>(operands[q]) * W);
     // One lane's arithmetic is replay_tape's: max over the operands in order, then one addition.
     double t[W];
     if (e.ops > 0) {

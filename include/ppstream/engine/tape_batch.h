@@ -26,6 +26,7 @@
 // A TapeBatch belongs to its tape's program set (it keeps no pointer to the tape).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -83,6 +84,8 @@ class TapeBatch {
   struct Segment {
     int64_t entry = 0, entry_end = 0, operand = 0, fixed_begin = 0, fixed_end = 0, arrival_begin = 0, arrival_end = 0;
   };
+  // How many operands ahead run() asks for a slot's cache line (tape_batch.cpp).
+  static constexpr size_t kPrefetch = 32;
   template <int W>
   void run(const Segment& seg, const double* fixed, const double* arrival, double* v, double* makespan) const;
 
