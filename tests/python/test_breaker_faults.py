@@ -367,3 +367,16 @@ def test_python_whatif_refuses_svg_and_trace_that_are_one_file(tmp_path):
     with pytest.raises(ValueError, match=r"whatif: svg= .*s.out and trace= .*s.out are the same file"):
         ppstream.whatif(ST, svg=p, trace=str(tmp_path / "." / "s.out"), progress=False)
     assert not p.exists()
+
+
+def test_python_simulate_takes_cluster_engine_and_threads_as_the_cli_does():
+    # --cluster-engine and --threads had no Python argument (bfix2; TypeError on 34a5965).
+    import ppstream
+    want = _figures(ppstream.simulate(SMALL, cluster=True, trials=3))
+    assert _figures(ppstream.simulate(SMALL, cluster=True, trials=3, cluster_engine="expanded", threads=1)) == want
+    with pytest.raises(ValueError, match=r"simulate: cluster_engine bogus: expected replica or expanded"):
+        ppstream.simulate(SMALL, cluster=True, cluster_engine="bogus")
+    with pytest.raises(ValueError, match=r"simulate: threads -1: expected an integer in \[0, 4096\]"):
+        ppstream.simulate(SMALL, cluster=True, threads=-1)
+    with pytest.raises(TypeError, match=r"simulate: cluster_engine: expected a str"):
+        ppstream.simulate(SMALL, cluster=True, cluster_engine=1)
