@@ -109,6 +109,22 @@ TEST(SimCliFaults, BothClusterEnginesWordAnInfiniteCostAlike) {
   EXPECT_EQ(replica.out, expanded.out);
 }
 
+// An infinite step made by a straggler tail's delay was blamed on cost.backward_ms_per_layer.
+TEST(SimCliFaults, AnInfiniteStepFromATailNamesTheTail) {
+  const std::string d = temp_dir();
+  std::ifstream in(kSmall);
+  std::ostringstream cfg;
+  cfg << in.rdbuf() << "straggler:\n  tails:\n    - {pp_rank: 0, dp_index: 0, delay_ms: 1.0}\n"
+      << "    - {pp_rank: 0, dp_index: 0, delay_ms: 1.0e308}\n    - {pp_rank: 1, dp_index: 1, delay_ms: 1.0e308}\n";
+  const std::string path = d + "/tail.yaml";
+  std::ofstream(path) << cfg.str();
+  for (const std::string cluster : {"", " --cluster", " --cluster --cluster-engine expanded"}) {
+    const auto r = run_ppstream("simulate " + path + cluster + " --quiet 2>&1");
+    EXPECT_EQ(r.rc, 2) << cluster << "\n" << r.out;
+    EXPECT_TRUE(has(r.out, "straggler.tails[1].delay_ms") && !has(r.out, "backward_ms_per_layer")) << cluster << "\n" << r.out;
+  }
+}
+
 TEST(SimCliFaults, ClusterOnlyOptionsWithoutClusterAreRefused) {
   for (const std::string opt : {"--cluster-engine expanded", "--cluster-engine replica", "--trace-every-rank"}) {
     const auto r = run_ppstream("simulate " + kSmall + " --quiet " + opt + " 2>&1");
