@@ -186,26 +186,48 @@ std::optional<std::string> input_named_by(const std::string& out, const std::vec
   return std::nullopt;
 }
 
-std::optional<std::string> repeated_path(const std::vector<std::string>& paths) {
-  std::map<std::pair<uint64_t, uint64_t>, std::string> files;  // (st_dev, st_ino) of the paths that exist
-  std::map<std::string, std::string> missing;                  // weakly canonical spelling of the others
-  // The later path, and the earlier one when it is spelt otherwise (a link, ./a for a).
-  const auto twice = [](const std::string& earlier, const std::string& later) {
-    return earlier == later ? later : fmt::format("{} (the same file as {})", later, earlier);
-  };
-  for (const std::string& p : paths) {
+namespace {
+
+// The first (earlier, later) indices of `paths` that are one file: device and inode for the paths
+// that exist, the weakly canonical spelling for the others.
+std::optional<std::pair<size_t, size_t>> same_file_pair(const std::vector<std::string>& paths) {
+  std::map<std::pair<uint64_t, uint64_t>, size_t> files;  // (st_dev, st_ino) of the paths that exist
+  std::map<std::string, size_t> missing;                  // weakly canonical spelling of the others
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string& p = paths[i];
     struct stat st {};
     if (::stat(p.c_str(), &st) == 0) {
-      const auto [at, fresh] = files.try_emplace({static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)}, p);
-      if (!fresh) return twice(at->second, p);
+      const auto [at, fresh] = files.try_emplace({static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)}, i);
+      if (!fresh) return std::pair{at->second, i};
       continue;
     }
     std::error_code ec;
     const fs::path canon = fs::weakly_canonical(p, ec);
-    const auto [at, fresh] = missing.try_emplace(ec ? p : canon.string(), p);
-    if (!fresh) return twice(at->second, p);
+    const auto [at, fresh] = missing.try_emplace(ec ? p : canon.string(), i);
+    if (!fresh) return std::pair{at->second, i};
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> repeated_path(const std::vector<std::string>& paths) {
+  const auto pair = same_file_pair(paths);
+  if (!pair) return std::nullopt;
+  // The later path, and the earlier one when it is spelt otherwise (a link, ./a for a).
+  const std::string& earlier = paths[pair->first];
+  const std::string& later = paths[pair->second];
+  return earlier == later ? later : fmt::format("{} (the same file as {})", later, earlier);
+}
+
+std::optional<std::string> same_output(const std::vector<std::pair<std::string, std::string>>& outs) {
+  std::vector<std::string> paths;
+  for (const auto& o : outs) paths.push_back(o.second);
+  const auto pair = same_file_pair(paths);
+  if (!pair) return std::nullopt;
+  const auto& [a, pa] = outs[pair->first];
+  const auto& [b, pb] = outs[pair->second];
+  return fmt::format("{} {} and {} {} are the same file", a, pa, b, pb);
 }
 
 }  // namespace ppstream::analyze

@@ -3,12 +3,14 @@
 // Chrome/Perfetto trace, an SVG pipeline diagram, a cluster-wide run and straggler trials.
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <iostream>
 #include <limits>
 
 #include "commands.h"
 #include "config_args.h"
+#include "output_path.h"
 #include "ppstream/sim/simulate.h"
 
 namespace ppstream::cli {
@@ -29,30 +31,45 @@ void register_simulate(CLI::App& app, int& exit_code) {
   args->config.add_to(cmd, true);
   // ConfigArgs registers --reduce-grad (inline | async); simulate also takes `both`.
   cmd->get_option("--reduce-grad")->description("reduction placement: inline | async | both (side by side)");
-  cmd->add_option("--trace", args->trace, "write a Chrome/Perfetto trace (with both: OUT.inline.json, OUT.async.json)");
+  cmd->add_option("--trace", args->trace, "write a Chrome/Perfetto trace (with both: OUT.inline.json, OUT.async.json)")
+      ->check(output_file());
   cmd->add_flag("--trace-every-rank", args->trace_every_rank,
                 "with --cluster: draw every rank of the world in the trace (default: replica 0), as `ppstream whatif` needs");
-  cmd->add_option("--svg", args->svg, "write an SVG pipeline diagram (both policies stacked)");
+  cmd->add_option("--svg", args->svg, "write an SVG pipeline diagram (both policies stacked)")->check(output_file());
   cmd->add_flag("--json", args->json, "print the metrics JSON instead of the table");
   cmd->add_flag("--cluster", args->cluster, "simulate every DP replica of the world (rank = pp_rank*dp + dp_index)");
-  cmd->add_option("--cluster-engine", args->cluster_engine,
+  CLI::Option* engine = cmd->add_option("--cluster-engine", args->cluster_engine,
                   "with --cluster: replica (default: every replica from replica 0's tape where it can, the same output) "
                   "or expanded (the expanded world's engine run, the check) (docs/simulate.md \"Replica vector\")")
       ->check(CLI::IsMember({"replica", "expanded"}));
   cmd->add_option("--trials", args->trials, "seeded straggler draws; prints p50/p90/p99 and the mean of the step time")->check(CLI::Range(1, std::numeric_limits<int32_t>::max()));
   cmd->add_option("--threads", args->threads, "worker threads for the trials (0: one per hardware thread); results do not depend on it")
       ->check(CLI::Range(0, 4096));
-  cmd->add_option("--seed", args->seed, "straggler seed (overrides straggler.seed)")->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
+  // Checked on the text: CLI11 clamps an integer past 2^63 - 1 to it (18446744073709551615 ran as 2^63 - 1).
+  cmd->add_option("--seed", args->seed, "straggler seed (overrides straggler.seed; 0 to 2^63 - 1)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            uint64_t n = 0;
+            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            if (ec == std::errc() && end == v.data() + v.size() && n <= sim::kMaxSeed) return std::string();
+            return v + ": expected " + sim::kSeedRange;
+          },
+          "SEED", "seed range"));
   cmd->add_flag("--quiet", args->quiet, "no progress bar");
   cmd->add_option("--platform", args->platform,
                   "engine profile: ascend-mindspore (MindSpore on Ascend as the runtime sets it up), "
                   "ascend-mindspore-one-comm-stream (what MS_DEV_RUNTIME_CONF multi_stream:true would cost) or "
                   "cpu-serial, cpu-mccl (cpu-serial with MCCL's eager sends) (docs/semantics.md)");
-  cmd->callback([args, &exit_code] {
+  cmd->callback([args, engine, &exit_code] {
     // `both` is ours: keep it away from the config override, which knows inline | async only.
     ConfigArgs ca = args->config;
     std::string policy = ca.reduce_grad;
     if (policy == "both") ca.reduce_grad.clear();
+    // Options that mean something in cluster mode only: given without it, refused (not ignored).
+    if (!args->cluster && engine->count() > 0)
+      throw std::invalid_argument("simulate --cluster-engine " + args->cluster_engine + ": only with --cluster");
+    if (!args->cluster && args->trace_every_rank)
+      throw std::invalid_argument("simulate --trace-every-rank: only with --cluster (without it the trace draws one replica, every rank of it)");
     sim::SimOptions o;
     o.policies = sim::parse_policies(policy);
     const auto platform = parse_platform(args->platform);
@@ -67,6 +84,8 @@ void register_simulate(CLI::App& app, int& exit_code) {
     o.trace_path = args->trace;
     o.trace_every_rank = args->trace_every_rank;
     o.replica_vector = args->cluster_engine == "replica";
+    // Asked for by name: say when the expanded engine ran instead (the output is the same).
+    if (engine->count() > 0 && o.replica_vector) o.note = [](const std::string& line) { std::cerr << line << "\n"; };
     o.svg_path = args->svg;
     if (!ca.path.empty()) o.inputs.push_back(ca.path);
     const bool bar = !args->quiet && (args->trials > 1 || args->cluster) && isatty(fileno(stderr));

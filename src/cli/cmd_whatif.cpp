@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "output_path.h"
+#include "ppstream/analyze/readers.h"
 #include "ppstream/whatif/whatif.h"
 
 namespace ppstream::cli {
@@ -53,8 +54,9 @@ void register_whatif(CLI::App& app, int& exit_code) {
                   "trace (simulate --cluster --trace-every-rank --trace T.json with T.json.config.yaml beside it, a replay "
                   "--trace DIR, or a `ppstream train` run directory)")->required();
   cmd->add_flag("--json", a->json, "print the result as JSON");
-  cmd->add_option("--svg", a->svg, "write the DP rank x stage heatmap here");
-  cmd->add_option("--trace", a->trace, "write the straggler-free (ideal) step as a Chrome/Perfetto trace here");
+  cmd->add_option("--svg", a->svg, "write the DP rank x stage heatmap here")->check(output_file());
+  cmd->add_option("--trace", a->trace, "write the straggler-free (ideal) step as a Chrome/Perfetto trace here")
+      ->check(output_file());
   cmd->add_option("--steps", a->steps, "analyse only steps A-B (inclusive)");
   cmd->add_option("--agg", a->agg, "ideal durations: mean (compute by mean, communication by median) or median")
       ->check(CLI::IsMember({"mean", "median"}));
@@ -82,6 +84,9 @@ void register_whatif(CLI::App& app, int& exit_code) {
     // The outputs before the analysis (which can take minutes): not an input, and writable.
     if (!a->svg.empty()) check_output_path("whatif --svg", a->svg, a->paths);
     if (!a->trace.empty()) check_output_path("whatif --trace", a->trace, a->paths);
+    if (!a->svg.empty() && !a->trace.empty())
+      if (const auto twice = analyze::same_output({{"--svg", a->svg}, {"--trace", a->trace}}))
+        throw std::invalid_argument("whatif: " + *twice + "; write them to different files");
     // ppstream's own trace (simulate --trace): the stream-program path; otherwise Megatron timelines.
     const std::optional<std::string> one = whatif::ppstream_trace_of(a->paths);
     const bool ours = one.has_value();

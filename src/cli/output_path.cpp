@@ -29,4 +29,9 @@ void check_output_path(const std::string& flag, const std::string& path, const s
     throw std::invalid_argument(flag + " " + path + ": is " + *in + ", which " + reader + " reads; write to another file");
 }
 
+CLI::Validator output_file() {
+  return CLI::Validator([](std::string& v) { return v.empty() ? std::string("expected a file to write, not ''") : std::string(); },
+                        "FILE", "output file");
+}
+
 }  // namespace ppstream::cli

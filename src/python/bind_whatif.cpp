@@ -73,6 +73,13 @@ void check_not_an_input(const char* arg, const std::string& out, const std::vect
                           ", which the what-if reads; write to another file");
 }
 
+// svg= and trace= not one file either (the trace would overwrite the SVG).
+void check_outputs_differ(const std::string& svg, const std::string& trace) {
+  if (svg.empty() || trace.empty()) return;
+  if (const auto twice = analyze::same_output({{"svg=", svg}, {"trace=", trace}}))
+    throw py::value_error("whatif: " + *twice + "; write them to different files");
+}
+
 std::string finish(const whatif::WhatIfResult& r, const std::string& svg, const std::string& trace) {
   const auto write = [](const std::string& path, const std::string& text) {
     errno = 0;
@@ -132,6 +139,7 @@ void bind_whatif(py::module_& m) {
         const whatif::WhatIfOptions o = options(steps, agg, reduce_grad, progress);
         check_not_an_input("svg", svg, paths);
         check_not_an_input("trace", trace, paths);
+        check_outputs_differ(svg, trace);
         // One ppstream trace (a file, a replay directory, a train run directory): the stream-program path.
         const bool ours = whatif::ppstream_trace_of(paths).has_value();
         if (ours && !trace.empty())
@@ -155,6 +163,7 @@ void bind_whatif(py::module_& m) {
          const py::object& trace_arg, const py::object& progress, const py::object& reduce_grad) {
         const std::string svg = path_arg("whatif", "svg", svg_arg, true), trace = path_arg("whatif", "trace", trace_arg, true);
         const whatif::WhatIfOptions o = options(steps, agg, reduce_grad, progress);
+        check_outputs_differ(svg, trace);
         if (tables.empty()) throw py::value_error("whatif_table: no table");
         std::vector<py::array> keep;
         std::vector<analyze::TimerColumns> cols;

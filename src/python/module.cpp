@@ -163,22 +163,25 @@ void bind_sim_analyze(py::module_& m) {
       [](const py::object& path_o, const py::object& reduce_grad_o, const py::object& cluster_o,
          const py::object& trials_o, const py::object& seed_o, const py::object& trace_o,
          const py::object& svg_o, const py::object& overrides_o, const py::object& platform_o,
-         const py::object& trace_every_rank_o) {
+         const py::object& trace_every_rank_o, const py::object& cluster_engine_o, const py::object& threads_o) {
         const std::string path = python::path_arg("simulate", "config_path", path_o);
         const std::string reduce_grad = python::str_arg("simulate", "reduce_grad", reduce_grad_o, "");
         const bool cluster = python::bool_arg("simulate", "cluster", cluster_o);
         const auto trials = python::int_arg<int32_t>("simulate", "trials", trials_o, 1);
         std::optional<uint64_t> seed;
-        if (!seed_o.is_none()) seed = python::int_arg<uint64_t>("simulate", "seed", seed_o);
+        if (!seed_o.is_none()) seed = python::int_arg<uint64_t>("simulate", "seed", seed_o, 0, sim::kMaxSeed);
         const std::string trace = python::path_arg("simulate", "trace", trace_o, true);
         const std::string svg = python::path_arg("simulate", "svg", svg_o, true);
         const auto overrides = python::overrides_arg("simulate", overrides_o);
         const std::string platform = python::str_arg("simulate", "platform", platform_o);
         const bool every_rank = python::bool_arg("simulate", "trace_every_rank", trace_every_rank_o);
+        const std::string cluster_engine = python::str_arg("simulate", "cluster_engine", cluster_engine_o);
+        const auto threads = python::int_arg<int32_t>("simulate", "threads", threads_o, 0, 4096);
         PipelineConfig cfg = load_config_file(path);
         apply_all(cfg, overrides);
         try {
-          return sim::simulate_json(cfg, reduce_grad, cluster, trials, seed, trace, svg, platform, {path}, every_rank);
+          return sim::simulate_json(cfg, reduce_grad, cluster, trials, seed, trace, svg, platform, {path}, every_rank,
+                                    cluster_engine, threads);
         } catch (const sim::WriteError& e) {  // OSError (errno, its text, the path), as open() raises
           errno = e.error();
           PyErr_SetFromErrnoWithFilename(PyExc_OSError, e.path().c_str());
@@ -188,11 +191,13 @@ void bind_sim_analyze(py::module_& m) {
       py::arg("config_path"), py::arg("reduce_grad") = "", py::arg("cluster") = false, py::arg("trials") = 1,
       py::arg("seed") = py::none(), py::arg("trace") = "", py::arg("svg") = "", py::arg("overrides") = py::dict(),
       py::arg("platform") = "ascend-mindspore", py::arg("trace_every_rank") = false,
+      py::arg("cluster_engine") = "replica", py::arg("threads") = 0,
       "Simulate one training step (docs/simulate.md): reduce_grad 'inline' | 'async' | 'both' | '' or None (the\n"
       "config's); cluster=True runs every PP replica of the world; trials>1 draws stragglers per seed;\n"
       "platform: the engine profile (ascend-mindspore, ascend-mindspore-one-comm-stream, cpu-serial).\n"
       "Writes a Chrome trace / SVG when paths are given (OSError if it cannot); trace_every_rank=True (with\n"
-      "cluster=True) draws every rank in the trace, as ppstream.whatif needs. Returns the metrics JSON\n"
+      "cluster=True) draws every rank in the trace, as ppstream.whatif needs; cluster_engine 'replica' |\n"
+      "'expanded' and threads (0: one per hardware thread) as --cluster-engine and --threads. Returns the metrics JSON\n"
       "(str, times in ms). Argument types: docs/python.md.");
   m.def(
       "analyze",
@@ -416,7 +421,8 @@ std::string python_spelling(std::string msg) {
   static const std::pair<std::string_view, std::string_view> kFlags[] = {
       {"--reduce-grad", "reduce_grad"}, {"--trials", "trials"}, {"--steps", "steps"}, {"--step", "step"},
       {"--seed", "seed"}, {"--agg", "agg"}, {"--platform", "platform"}, {"--set", "overrides"},
-      {"--trace-every-rank", "trace_every_rank=True"}, {"--cluster", "cluster=True"}};
+      {"--trace-every-rank", "trace_every_rank=True"}, {"--cluster-engine", "cluster_engine"},
+      {"--cluster", "cluster=True"}, {"--threads", "threads"}};
   for (const auto& [flag, arg] : kFlags)
     for (size_t at = msg.find(flag); at != std::string::npos; at = msg.find(flag, at)) {
       const size_t end = at + flag.size();

@@ -51,21 +51,23 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 // Every file the run will write (the trace per policy, its .config.yaml, the SVG) against the files
-// it read: one that is an input (same file, whatever its spelling) would be overwritten after the
-// run, so it is refused before any work.
-void check_outputs_are_not_inputs(const SimOptions& opts, const std::vector<ReducePolicy>& policies) {
-  std::vector<std::pair<const char*, std::string>> outs;
+// it read and against each other: one that is an input, or two outputs that are one file (whatever
+// the spelling), would be overwritten after the run, so they are refused before any work.
+void check_outputs(const SimOptions& opts, const std::vector<ReducePolicy>& policies) {
+  std::vector<std::pair<std::string, std::string>> outs;
   for (ReducePolicy policy : policies) {
     if (opts.trace_path.empty()) break;
     const std::string t = policies.size() > 1 ? with_suffix(opts.trace_path, to_string(policy)) : opts.trace_path;
-    outs.emplace_back("trace", t);
-    outs.emplace_back("trace", t + ".config.yaml");
+    outs.emplace_back("--trace", t);
+    outs.emplace_back("the configuration beside --trace", t + ".config.yaml");
   }
-  if (!opts.svg_path.empty()) outs.emplace_back("svg", opts.svg_path);
+  if (!opts.svg_path.empty()) outs.emplace_back("--svg", opts.svg_path);
   for (const auto& [what, out] : outs)
     if (const auto in = analyze::input_named_by(out, opts.inputs))
       throw std::invalid_argument(
           fmt::format("simulate: {} {}: is {}, which the run reads; write to another file", what, out, *in));
+  if (const auto twice = analyze::same_output(outs))
+    throw std::invalid_argument(fmt::format("simulate: {}; write them to different files", *twice));
 }
 
 }  // namespace
@@ -124,6 +126,8 @@ SimReport report_header(const PipelineConfig& cfg, const SimOptions& opts, Strag
   const auto cost_it = cfg.extra_sections.find("cost");
   report.memory = parse_memory_spec(cost_it == cfg.extra_sections.end() ? std::string() : cost_it->second, report.cost);
   straggler = std::move(setup.straggler);
+  if (opts.seed && *opts.seed > kMaxSeed)
+    throw std::invalid_argument(fmt::format("simulate: --seed {}: expected {}", *opts.seed, kSeedRange));
   if (opts.seed) straggler.seed = *opts.seed;
   report.seed = straggler.seed;
   return report;
@@ -149,30 +153,20 @@ void first_trial_outputs(const engine::Topology& topo, const EngineResult& run, 
   write_file(trace_path + ".config.yaml", to_yaml(cfg));
 }
 
-// Cluster mode from replica 0's template tape (ppstream/engine/replica_tape.h): trial 0's
-// metrics and memory and every trial's step time, as the expanded world's runs give them.
-// False (pr holds nothing of use) where it cannot: a deadlock or a step beyond a double, which the expanded
-// path then reports with its own messages.
-bool replica_policy(const PipelineConfig& cfg, ReducePolicy policy, const TrialSetup& setup, const MemorySpec& memory,
-                    const SimOptions& opts, const ProgramFilter& replica0, const std::function<void(int64_t)>& tick,
-                    PolicyRun& pr) {
-  ProgramSet tmpl;
-  PipelineConfig compiled;
-  {
-    const CompiledPlan one(cfg, policy, false);  // compiled and verified as the expanded path does
-    if (!one.topology().named.empty()) return false;
-    compiled = one.config();
-    tmpl = replica_template(one.programs(), compiled.world(true));
-  }
+// replica_policy's run (tmpl is renumbered per replica while its metrics are computed, and back);
+// throws what the cost checks throw.
+std::string replica_policy_run(ProgramSet& tmpl, const PipelineConfig& compiled, ReducePolicy policy,
+                               const TrialSetup& setup, const MemorySpec& memory, const SimOptions& opts,
+                               const ProgramFilter& replica0, const std::function<void(int64_t)>& tick, PolicyRun& pr) {
   const World world = tmpl.world;
   const auto t0 = std::chrono::steady_clock::now();
   const SimCostModel model(tmpl, compiled, setup.cost, StragglerModel(setup.straggler, world, 0));
   const ReplicaTape tape = record_replica_tape(tmpl, {opts.platform, &model});
-  if (!tape.tape) return false;
+  if (!tape.tape) return "the template run deadlocked (the expanded run reports it)";
   std::optional<ReplicaRun> run(replay_replicas(tape, &model));
   pr.engine_wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const double first = run->makespan_ms();
-  if (!std::isfinite(first)) return false;
+  if (!std::isfinite(first)) return "the step time is not finite (the expanded run reports it)";
   const auto dp = static_cast<size_t>(world.dp());
   size_t instrs = 0;
   for (const Program& p : tmpl.programs) instrs += p.instrs.size();
@@ -222,12 +216,36 @@ bool replica_policy(const PipelineConfig& cfg, ReducePolicy policy, const TrialS
       pool.push_back(std::move(buf));
     });
     for (double ms : steps)
-      if (!std::isfinite(ms)) return false;
+      if (!std::isfinite(ms)) return "a trial's step time is not finite (the expanded run reports it)";
   }
   out.trials.step_time_ms = std::move(steps);
   pr = std::move(out);
   tick(opts.trials);
-  return true;
+  return {};
+}
+
+// Cluster mode from replica 0's template tape (ppstream/engine/replica_tape.h): trial 0's
+// metrics and memory and every trial's step time, as the expanded world's runs give them.
+// Where it cannot (a deadlock, a cost or step beyond a double, named collective groups) it returns
+// why, and pr holds nothing of use: the expanded path then runs and reports the fault with its own
+// messages, so that both engines word a fault alike (the first infinite cost the expanded engine
+// meets, say, is not the vector's first). Empty when it ran.
+std::string replica_policy(const PipelineConfig& cfg, ReducePolicy policy, const TrialSetup& setup, const MemorySpec& memory,
+                           const SimOptions& opts, const ProgramFilter& replica0, const std::function<void(int64_t)>& tick,
+                           PolicyRun& pr) {
+  ProgramSet tmpl;
+  PipelineConfig compiled;
+  {
+    const CompiledPlan one(cfg, policy, false);  // compiled and verified as the expanded path does
+    if (!one.topology().named.empty()) return "the config names collective groups, which the replica template does not form";
+    compiled = one.config();
+    tmpl = replica_template(one.programs(), compiled.world(true));
+  }
+  try {
+    return replica_policy_run(tmpl, compiled, policy, setup, memory, opts, replica0, tick, pr);
+  } catch (const std::invalid_argument&) {  // engine::checked_cost: a cost that is not finite or < 0
+    return "a cost is not finite (the expanded run reports it)";
+  }
 }
 
 }  // namespace
@@ -236,7 +254,7 @@ bool replica_policy(const PipelineConfig& cfg, ReducePolicy policy, const TrialS
 // metrics (and trace), then the SVG of every policy's trial 0.
 SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
   const std::vector<ReducePolicy> policies = policies_for(cfg, opts);
-  check_outputs_are_not_inputs(opts, policies);
+  check_outputs(opts, policies);
   StragglerSpec straggler;
   SimReport report = report_header(cfg, opts, straggler);
   const World world = report.world;
@@ -250,20 +268,33 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
   std::vector<std::optional<CompiledPlan>> plans;
   std::vector<EngineResult> firsts;
   const TrialSetup setup{report.cost, straggler, opts.platform};
-  const bool vector = opts.cluster && opts.replica_vector && setup.cost.link_sharing == LinkSharing::DEDICATED &&
-                      opts.trace_path.empty() && opts.svg_path.empty();
+  // The replica vector where it can express the run; else (a note says why) the expanded engine.
+  const char* not_vector = setup.cost.link_sharing != LinkSharing::DEDICATED
+                               ? "cost.link_sharing is not dedicated (the vector evaluates dedicated links only)"
+                           : !opts.trace_path.empty() ? "--trace is drawn from the expanded run"
+                           : !opts.svg_path.empty()   ? "--svg is drawn from the expanded run"
+                                                      : nullptr;
+  const bool vector = opts.cluster && opts.replica_vector && not_vector == nullptr;
+  const auto expanded_because = [&](const std::string& why, ReducePolicy policy) {
+    if (opts.note)
+      opts.note(fmt::format("simulate: note: reduce_grad {}: the expanded engine ran, not the replica vector: {}",
+                            to_string(policy), why));
+  };
   for (ReducePolicy policy : policies) {
+    if (opts.cluster && opts.replica_vector && not_vector != nullptr) expanded_because(not_vector, policy);
     if (vector) {
       PolicyRun pr;
       const auto tick = [&](int64_t n) {
         for (int64_t k = 0; k < n; ++k)
           if (opts.progress) opts.progress(++done, total, to_string(policy));
       };
-      if (replica_policy(cfg, policy, setup, report.memory, opts, replica0, tick, pr)) {
+      const std::string why = replica_policy(cfg, policy, setup, report.memory, opts, replica0, tick, pr);
+      if (why.empty()) {
         summarize(pr.trials);
         report.runs.push_back(std::move(pr));
         continue;
       }
+      expanded_because(why, policy);
     }
     plans.emplace_back(std::in_place, cfg, policy, opts.cluster);
     const CompiledPlan& plan = *plans.back();
@@ -319,8 +350,12 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
 std::string simulate_json(const PipelineConfig& cfg, const std::string& reduce_grad, bool cluster, int32_t trials,
                           std::optional<uint64_t> seed, const std::string& trace_path, const std::string& svg_path,
                           const std::string& platform, const std::vector<std::string>& inputs,
-                          bool trace_every_rank) {
+                          bool trace_every_rank, const std::string& cluster_engine, int32_t threads) {
   SimOptions o;
+  if (cluster_engine != "replica" && cluster_engine != "expanded")
+    throw std::invalid_argument("simulate: --cluster-engine " + cluster_engine + ": expected replica or expanded");
+  o.replica_vector = cluster_engine == "replica";
+  o.threads = threads;
   o.inputs = inputs;
   const auto kind = parse_platform(platform);
   if (!kind) throw std::invalid_argument("simulate: platform '" + platform + "': " + "expected " + platform_names());

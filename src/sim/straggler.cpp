@@ -100,7 +100,7 @@ StragglerSpec parse_spec(const std::string& yaml_text, const Limits& lim) {
   const YAML::Node root = yaml::load_section(kSection, yaml_text);
   yaml::check_keys(kSection, root, {"seed", "tails", "distribution"});
   StragglerSpec spec;
-  if (root["seed"]) spec.seed = static_cast<uint64_t>(yaml::integer(kSection, "seed", root["seed"], 0));
+  if (root["seed"]) spec.seed = static_cast<uint64_t>(yaml::integer(kSection, "seed", root["seed"], 0, kSeedRange));
   if (root["tails"]) {
     if (!root["tails"].IsSequence()) yaml::fail(kSection, "tails", root["tails"], "a list of tails");
     size_t n = 0;

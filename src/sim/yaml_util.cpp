@@ -77,10 +77,11 @@ double number(const std::string& section, const std::string& key, const YAML::No
   return v;
 }
 
-int64_t integer(const std::string& section, const std::string& key, const YAML::Node& node, int64_t min_value) {
+int64_t integer(const std::string& section, const std::string& key, const YAML::Node& node, int64_t min_value,
+                const char* expected) {
   int64_t v = 0;
   if (!node.IsScalar() || !YAML::convert<int64_t>::decode(node, v) || v < min_value)
-    fail(section, key, node, fmt::format("an integer >= {}", min_value));
+    fail(section, key, node, expected != nullptr ? std::string(expected) : fmt::format("an integer >= {}", min_value));
   return v;
 }
 

@@ -19,7 +19,9 @@ YAML::Node load_section(const std::string& section, const std::string& text);
 // Rejects keys outside `allowed` with a did-you-mean.
 void check_keys(const std::string& section, const YAML::Node& map, const std::vector<std::string>& allowed);
 double number(const std::string& section, const std::string& key, const YAML::Node& node, double min_value);
-int64_t integer(const std::string& section, const std::string& key, const YAML::Node& node, int64_t min_value);
+// `expected` (when given) words the range in the error instead of "an integer >= MIN".
+int64_t integer(const std::string& section, const std::string& key, const YAML::Node& node, int64_t min_value,
+                const char* expected = nullptr);
 std::string text(const std::string& section, const std::string& key, const YAML::Node& node);
 bool boolean(const std::string& section, const std::string& key, const YAML::Node& node);
 

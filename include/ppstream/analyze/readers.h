@@ -39,6 +39,11 @@ std::optional<std::string> repeated_path(const std::vector<std::string>& paths);
 // `out` does not exist yet). Every "an output must not be an input" check uses it: the CLI's
 // output paths (src/cli/output_path.h), simulate's (SimOptions::inputs), Python's whatif.
 std::optional<std::string> input_named_by(const std::string& out, const std::vector<std::string>& inputs);
+// The first two of the files a command will write, `outs` (what names it: "--svg", "trace", and its
+// path), that are one file (compared as repeated_path compares), worded "A PATH and B PATH2 are the
+// same file", or nullopt. Every "two outputs must differ" check uses it (simulate's outputs, whatif's
+// CLI and Python outputs), beside input_named_by: one would silently overwrite the other.
+std::optional<std::string> same_output(const std::vector<std::pair<std::string, std::string>>& outs);
 
 // The single-format readers (read_paths dispatches to them).
 void read_chrome_trace(const std::string& path, TraceSet& set);  // ours / Kineto / trace_view

@@ -139,6 +139,7 @@ class SimCostModel : public CostModel {
   double base_batch_ms(const Instr& i) const;
   double base_collective_ms(const Instr& i) const;
   const CostSpec& spec() const { return cost_; }
+  const StragglerModel& straggler() const { return straggler_; }
   const LargestFigure& largest_figure() const { return largest_; }
 
  private:

@@ -16,6 +16,7 @@
 #include "ppstream/sim/cost_model.h"
 #include "ppstream/sim/memory.h"
 #include "ppstream/sim/metrics.h"
+#include "ppstream/sim/straggler.h"
 
 namespace ppstream::sim {
 
@@ -55,6 +56,11 @@ struct SimOptions {
   // Files the run read (the CONFIG): an output that is one of them (same device and inode) is
   // refused before the run with std::invalid_argument, as it would be overwritten.
   std::vector<std::string> inputs;
+  // Called with a line for stderr where cluster mode ran the expanded engine though replica_vector
+  // asked for the vector, saying why ("simulate: note: reduce_grad inline: the expanded engine ran,
+  // not the replica vector: cost.link_sharing is not dedicated …"); the CLI sets it when
+  // --cluster-engine replica is given. The output is the same either way (docs/simulate.md).
+  std::function<void(const std::string&)> note;
   // Called after each engine run (done, total): the CLI draws a progress bar with it.
   std::function<void(int64_t, int64_t, const std::string&)> progress;
 };
@@ -107,12 +113,14 @@ std::string report_table(const SimReport& report);
 // reduce_grad: "inline" | "async" | "both" | "" (the config's); platform: a profile name
 // (parse_platform). Writes trace/SVG when paths are non-empty; throws WriteError if it cannot, and
 // std::invalid_argument (before the run) if one is among `inputs` (SimOptions::inputs).
-// trace_every_rank: SimOptions::trace_every_rank (Python's trace_every_rank=).
+// trace_every_rank: SimOptions::trace_every_rank (Python's trace_every_rank=); cluster_engine:
+// "replica" | "expanded" (SimOptions::replica_vector); threads: SimOptions::threads.
 std::string simulate_json(const PipelineConfig& cfg, const std::string& reduce_grad = "", bool cluster = false,
                           int32_t trials = 1, std::optional<uint64_t> seed = std::nullopt,
                           const std::string& trace_path = "", const std::string& svg_path = "",
                           const std::string& platform = "ascend-mindspore", const std::vector<std::string>& inputs = {},
-                          bool trace_every_rank = false);
+                          bool trace_every_rank = false, const std::string& cluster_engine = "replica",
+                          int32_t threads = 0);
 
 // "inline" → {INLINE}, "async" → {ASYNC}, "both" → {INLINE, ASYNC}; throws std::invalid_argument.
 std::vector<ReducePolicy> parse_policies(const std::string& text);

@@ -44,6 +44,11 @@ struct StragglerTail {
 
 enum class DelayDistribution : uint8_t { NONE, LOGNORMAL, EXPONENTIAL };
 
+// The seed's range, one for every way to give it (straggler.seed, simulate --seed, Python seed=):
+// 0 to 2^63 - 1 (YAML integers are signed 64-bit); outside it is refused naming the range.
+inline constexpr uint64_t kMaxSeed = 9223372036854775807ULL;
+inline constexpr const char* kSeedRange = "an integer from 0 to 9223372036854775807 (2^63 - 1)";
+
 struct StragglerSpec {
   uint64_t seed = 0;
   std::vector<StragglerTail> tails;
