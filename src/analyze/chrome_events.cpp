@@ -275,12 +275,7 @@ size_t scan_chrome(const std::string& path, const ScanSpec& spec, const std::fun
   try {
     // A UTF-8 byte-order mark at the start (some Windows tools write one; RFC 8259 lets a reader
     // ignore it): skipped; byte offsets still count it.
-    if (cur.peek() == 0xEF) {
-      for (int b : {0xEF, 0xBB, 0xBF}) {
-        if (cur.peek() != b) scan.fail(cur.offset(), "a byte that is neither JSON nor part of a UTF-8 byte-order mark");
-        cur.advance();
-      }
-    }
+    if (!cur.skip_bom()) scan.fail(cur.offset(), "a byte that is neither JSON nor part of a UTF-8 byte-order mark");
     cur.skip_ws();
     const int first = cur.peek();
     if (first == '[') {

@@ -17,10 +17,12 @@
 namespace ppstream::whatif {
 namespace {
 
-// Sorted unique steps as runs: "23-27", "3, 5-6".
+// Sorted unique steps as runs: "23-27", "3, 5-6"; past 12 runs, "… (N steps in all)".
 std::string step_list(const std::vector<int32_t>& steps) {
   std::string out;
+  size_t runs = 0;
   for (size_t i = 0; i < steps.size();) {
+    if (++runs > 12) return out + fmt::format(", … ({} steps in all)", steps.size());
     size_t j = i;
     while (j + 1 < steps.size() && steps[j + 1] == steps[j] + 1) ++j;
     out += (out.empty() ? "" : ", ") + (j == i ? fmt::format("{}", steps[i]) : fmt::format("{}-{}", steps[i], steps[j]));

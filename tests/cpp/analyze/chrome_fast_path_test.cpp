@@ -399,6 +399,44 @@ TEST(MegatronReader, AStepSpanningDaysAcrossFilesIsLocated) {
   }
 }
 
+// breaker4's wording faults: a field out of range is named with its value (the message listed
+// every bound and named none), and a UTF-8 byte-order mark at the start of a file is skipped
+// (JSON lets a reader ignore one; it was "expected a JSON object or array"). Fails on 0415469.
+TEST(MegatronReader, RangeErrorsNameTheFieldAndABomIsSkipped) {
+  const std::string head = R"("name": "backward-compute", "ph": "X", "ts": 9, "dur": 1, )";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {head + R"("pid": 0, "tid": 3, "args": {"step": 16, "seq_id": 0, "mb_id": -2})", "needs args.mb_id in -1..2147483647 (docs/whatif.md \"Input\"); it is -2"},
+      {head + R"("pid": 0, "tid": 3, "args": {"step": 16, "seq_id": 0, "model_chunk": 2147483648})", "needs args.model_chunk in -1..2147483647 (docs/whatif.md \"Input\"); it is 2147483648"},
+      {head + R"("pid": -1, "tid": 3, "args": {"step": 16, "seq_id": 0})", "needs pid in 0..2147483647 (the DP rank); it is -1"},
+      {head + R"("pid": 0, "args": {"step": 16, "seq_id": 0})", "needs tid in 0..2147483647 (the lane's thread); it is missing or no integer"},
+      {head + R"("pid": 0, "tid": 3, "args": {"step": 16, "seq_id": -3})", "needs args.seq_id in 0..2147483647 (docs/whatif.md \"Input\"); it is -3"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto msg = timer_error(fmt::format("r{}", i), {cases[i].first});
+    EXPECT_EQ(msg[0], msg[1]);
+    EXPECT_NE(msg[0].find("event #5 'backward-compute': a Megatron timer op " + cases[i].second), std::string::npos)
+        << msg[0];
+  }
+  const auto dir = testing::temp_dir("bom");
+  const std::string good = timer_trace(std::vector<std::string>(kTimerEvents.begin(), kTimerEvents.begin() + 8), false);
+  const auto bom = testing::write_file(dir / "bom.json", "\xEF\xBB\xBF" + good);
+  TimerTrace t;
+  read_timer_trace(bom, t);
+  EXPECT_EQ(t.ops.size(), 4u);
+  TraceSet set;
+  read_paths({bom}, set);
+  EXPECT_FALSE(set.ranks.empty());
+  const auto broken = testing::write_file(dir / "broken.json", "\xEF\xBB" + good);
+  TimerTrace u;
+  try {
+    read_timer_trace(broken, u);
+    ADD_FAILURE() << "read a broken byte-order mark";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find(broken + ": byte 2: a byte that is neither JSON nor part of a UTF-8 byte-order mark"),
+              std::string::npos) << e.what();
+  }
+}
+
 // A second "traceEvents" would hold every op twice (breaker3: read twice, the lifting then said
 // "two forward-compute ops with seq_id 0"): the file and key are named. Fails on 4a547bd.
 TEST(MegatronReader, TopLevelKeyGivenTwiceIsRefused) {
