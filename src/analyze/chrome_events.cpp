@@ -150,6 +150,7 @@ void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& par
     } else if (key == "ts" || key == "dur") {
       (key == "ts" ? ev.ts_ns : ev.dur_ns) = us_ns_or_throw(v, key, path, offset, index);
     } else if (key == "args") {
+      ev.args_null = v.is_null();
       skip_args = (ev.ph != 0 && ev.ph != 'X' && ev.ph != 'M' && !spec.every_phase && !may_claim) || host;
       ond::object args;
       if (ev.ph == 'X' && link && !v.get_object().get(args)) {

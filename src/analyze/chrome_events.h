@@ -120,6 +120,7 @@ struct RawEvent {
   std::optional<int64_t> pid, tid;
   std::optional<int64_t> ts_ns, dur_ns;
   RawArgs args;
+  bool args_null = false;  // "args": null (a reader says so rather than "args.X missing")
 };
 
 // A top-level value named in ScanSpec::top_keys (it may come before or after traceEvents).

@@ -125,7 +125,8 @@ bool claims_timer_op(const std::string& path, const RawEvent& ev, bool by_name) 
     if (!arg(ev, a)) {
       throw TraceError(fmt::format("{}: a Megatron timer op with args.{} {}; expected an integer (a timer op gives "
                                    "args.step and args.seq_id, docs/whatif.md \"Input\")",
-                                   where(), key, given(a) ? "that is no integer" : "missing"));
+                                   where(), key,
+                                   given(a) ? "that is no integer" : ev.args_null ? "missing (\"args\" is null)" : "missing"));
     }
   }
   return true;

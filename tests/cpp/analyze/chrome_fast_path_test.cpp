@@ -235,6 +235,7 @@ TEST(MegatronReader, MalformedTimerOpsAreLocated) {
       {head + R"(, "ph": "X", "args": {"step": 16, "seq_id": "y"})", "args.seq_id that is no integer"},
       {head + R"(, "ph": "X", "args": {"step": 16})", "args.seq_id missing"},
       {head + R"(, "ph": "X")", "args.step missing"},
+      {head + R"(, "ph": "X", "args": null)", "args.step missing (\"args\" is null)"},
       {head + R"(, "args": {"step": 16, "seq_id": 0})", "its \"ph\" is missing"},
       {head + R"(, "ph": "B", "args": {"step": 16, "seq_id": 0})", "its \"ph\" is 'B'"},
   };
