@@ -43,15 +43,55 @@ void read_arg(const ArgKey& k, ond::value v, RawArgs& a) {
   }
 }
 
-void read_args(const ScanSpec& spec, ond::object args, RawArgs& a) {
+// A field's key as written (just after its opening quote); before unescaped_key, which consumes it.
+const char* key_raw(simdjson::simdjson_result<ond::field>& f) { return f.key().value().raw(); }
+
+// The keys one event gives that the reader reads: a key given twice is an error (read as it
+// is, the last value would win and the figures change silently), as a top-level key twice.
+struct SeenKeys {
+  const std::string& path;
+  uint64_t offset;  // the event's byte
+  size_t index;
+  const char* text;  // the event's text (for the key's byte)
+  unsigned top = 0;  // bits: keys of kTopKeys
+  std::array<std::string_view, 64> args{};  // args keys read (the spec's, and "name"); 64 at most tracked
+  size_t n_args = 0;
+
+  static constexpr std::array<std::string_view, 8> kTopKeys = {"ph", "name", "cat", "pid", "tid", "ts", "dur", "args"};
+
+  // `raw`: the key's text in the event, just after its opening quote (taken before unescaped_key).
+  [[noreturn]] void twice(std::string_view shown, const char* raw) const {
+    throw TraceError(fmt::format("{}: byte {}: event #{}: key \"{}\" given twice in one event (again at byte {}); "
+                                 "expected each key once",
+                                 path, offset, index, shown, offset + static_cast<uint64_t>(raw - text) - 1));
+  }
+  void top_key(std::string_view key, const char* raw) {
+    for (size_t i = 0; i < kTopKeys.size(); ++i) {
+      if (kTopKeys[i] != key) continue;
+      if (top & (1u << i)) twice(key, raw);
+      top |= 1u << i;
+      return;
+    }
+  }
+  void arg_key(std::string_view key, const char* raw) {
+    for (size_t i = 0; i < n_args; ++i)
+      if (args[i] == key) twice(fmt::format("args.{}", key), raw);
+    if (n_args < args.size()) args[n_args++] = key;
+  }
+};
+
+void read_args(const ScanSpec& spec, ond::object args, RawArgs& a, SeenKeys& seen) {
   for (auto field : args) {
+    const char* raw = key_raw(field);
     std::string_view key = field.unescaped_key();
     if (key == "name") {
+      seen.arg_key(key, raw);
       a.meta_name = str_or_empty(field.value());
       continue;
     }
     for (const ArgKey& k : spec.args) {
       if (k.key == key) {
+        seen.arg_key(key, raw);
         read_arg(k, field.value(), a);
         break;
       }
@@ -70,7 +110,7 @@ void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& par
     flat.offset = offset;
     if (read_flat_event(spec, text, flat) == text.size()) {
       // No host or link category (read_flat_event refuses those): only "ph" decides, as below.
-      if (flat.ph == 'X' || flat.ph == 'M' || spec.every_phase) sink(flat);
+      if (flat.ph == 'X' || flat.ph == 'M' || spec.every_phase || spec.claimed(flat.args)) sink(flat);
       return;
     }
   }
@@ -83,13 +123,18 @@ void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& par
   ond::object obj = doc.get_object();
   bool skip_args = false, named = false;
   bool host = false, link = false, kept = false;  // the spec's lists, looked up once per event
+  SeenKeys seen{path, offset, index, text.data()};
+  bool may_claim = false;  // set with "ph" (an event without one: below)
   for (auto field : obj) {
+    const char* raw = key_raw(field);
     std::string_view key = field.unescaped_key();
+    seen.top_key(key, raw);
     ond::value v = field.value();
     if (key == "ph") {
       std::string_view ph = str_or_empty(v);
       ev.ph = ph.empty() ? '?' : ph.front();
-      if (ev.ph != 'X' && ev.ph != 'M' && !spec.every_phase) return;  // flows, counters, instants
+      // flows, counters, instants (unless the event may claim to be a reader's: its args decide)
+      if (ev.ph != 'X' && ev.ph != 'M' && !spec.every_phase && !(may_claim = spec.may_claim(text))) return;
     } else if (key == "name") {
       ev.name = str_or_empty(v);
       named = true;
@@ -105,20 +150,25 @@ void parse_event(const std::string& path, const ScanSpec& spec, ond::parser& par
     } else if (key == "ts" || key == "dur") {
       (key == "ts" ? ev.ts_ns : ev.dur_ns) = us_ns_or_throw(v, key, path, offset, index);
     } else if (key == "args") {
-      skip_args = (ev.ph != 0 && ev.ph != 'X' && ev.ph != 'M' && !spec.every_phase) || host;
+      ev.args_null = v.is_null();
+      skip_args = (ev.ph != 0 && ev.ph != 'X' && ev.ph != 'M' && !spec.every_phase && !may_claim) || host;
       ond::object args;
       if (ev.ph == 'X' && link && !v.get_object().get(args)) {
         for (auto f : args) {
-          if (f.unescaped_key().value_unsafe() == spec.link->key) read_arg(*spec.link, f.value(), ev.args);
+          const char* arg_raw = key_raw(f);
+          if (f.unescaped_key().value_unsafe() == spec.link->key) {
+            seen.arg_key(spec.link->key, arg_raw);
+            read_arg(*spec.link, f.value(), ev.args);
+          }
         }
       } else if (!skip_args && !v.get_object().get(args)) {
-        read_args(spec, args, ev.args);
+        read_args(spec, args, ev.args, seen);
       }
     }
     // A host event no mapper uses (most of a Kineto trace): stop parsing it here.
     if (named && host && !link && !kept) return;
   }
-  if (ev.ph != 'X' && ev.ph != 'M' && !spec.every_phase) return;
+  if (ev.ph != 'X' && ev.ph != 'M' && !spec.every_phase && !spec.claimed(ev.args)) return;
   // Host events reach the sink only as the spec says: kept names (step markers) and link
   // categories carrying the link key (Kineto launches: the correlation that puts a kernel in its step).
   if (host && !kept && !(link && ev.args.num[spec.link->slot])) return;
@@ -163,7 +213,7 @@ struct Scan {
     const size_t n = read_flat_event(spec, cur.chunk_rest(), ev);
     if (n == 0) return false;
     cur.skip(n);
-    if (ev.ph == 'X' || ev.ph == 'M' || spec.every_phase) sink(ev);
+    if (ev.ph == 'X' || ev.ph == 'M' || spec.every_phase || spec.claimed(ev.args)) sink(ev);
     return true;
   }
 
@@ -224,6 +274,9 @@ size_t scan_chrome(const std::string& path, const ScanSpec& spec, const std::fun
   JsonCursor cur(src);
   Scan scan{path, spec, cur, sink, top_sink};
   try {
+    // A UTF-8 byte-order mark at the start (some Windows tools write one; RFC 8259 lets a reader
+    // ignore it): skipped; byte offsets still count it.
+    if (!cur.skip_bom()) scan.fail(cur.offset(), "a byte that is neither JSON nor part of a UTF-8 byte-order mark");
     cur.skip_ws();
     const int first = cur.peek();
     if (first == '[') {

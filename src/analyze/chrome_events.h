@@ -29,6 +29,8 @@ struct ArgKey {
   uint8_t slot = 0;      // < kArgSlots; several keys may fill one slot (spellings of one field)
 };
 
+struct RawArgs;
+
 // What the mappers ask of the scan; every other args key and top-level value is skipped unparsed.
 struct ScanSpec {
   std::vector<ArgKey> args;
@@ -46,6 +48,25 @@ struct ScanSpec {
   // metadata ("M") ones: for a reader that must refuse an event claiming to be its own with the
   // wrong "ph" (Megatron timer ops, docs/whatif.md "Input") instead of never seeing it.
   bool every_phase = false;
+  // INT args keys (of `args`) whose presence brings an event of any "ph" (none included) to the
+  // sink, as every_phase does for all: for a reader that must refuse an event claiming to be
+  // its own with the wrong "ph" (analyze: a Megatron timer op's args.step / args.seq_id) while
+  // the other events of its "ph" (Kineto's flows, instants) stay dropped unparsed.
+  std::vector<std::string_view> claim_keys;
+
+  // Whether an event of this text may give one of claim_keys: the key's quoted spelling or an
+  // escape ('\\') in it (a cheap test on the text before any parse).
+  bool may_claim(std::string_view text) const {
+    if (claim_keys.empty()) return false;
+    if (text.find('\\') != std::string_view::npos) return true;
+    for (std::string_view k : claim_keys) {
+      for (size_t at = text.find(k); at != std::string_view::npos; at = text.find(k, at + 1))
+        if (at > 0 && text[at - 1] == '"' && at + k.size() < text.size() && text[at + k.size()] == '"') return true;
+    }
+    return false;
+  }
+  // Whether `a` gives one of claim_keys (whatever its value).
+  bool claimed(const RawArgs& a) const;
 
   // The first of `args` with this key (as the full parse matches them), nullptr when none; by
   // the index index_args() builds, else by a linear search.
@@ -85,6 +106,12 @@ struct RawArgs {
   bool given(size_t slot) const { return (num_given >> slot) & 1u; }
 };
 
+inline bool ScanSpec::claimed(const RawArgs& a) const {
+  for (std::string_view k : claim_keys)
+    if (const ArgKey* arg = find_arg(k); arg && arg->type == ArgKey::INT && a.given(arg->slot)) return true;
+  return false;
+}
+
 struct RawEvent {
   size_t index = 0;     // position in traceEvents
   size_t offset = 0;    // byte offset of the event in the (decompressed) file
@@ -93,6 +120,7 @@ struct RawEvent {
   std::optional<int64_t> pid, tid;
   std::optional<int64_t> ts_ns, dur_ns;
   RawArgs args;
+  bool args_null = false;  // "args": null (a reader says so rather than "args.X missing")
 };
 
 // A top-level value named in ScanSpec::top_keys (it may come before or after traceEvents).

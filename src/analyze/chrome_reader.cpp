@@ -252,7 +252,16 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
     read_ppstream_top(path, v, meta);
     read_kineto_top(path, v, top);
   };
+  // A Megatron timer op (args.step / args.seq_id, not one of ours with args.kind) that is
+  // malformed is refused as the what-if refuses it (docs/analyze.md "Megatron"), not left out.
+  const auto timer_claim = [&](const RawEvent& ev) {
+    return arg(ev, StrArg::KIND).empty() && claims_timer_op(path, ev, false);
+  };
   scan_chrome(path, chrome_scan_spec(), [&](const RawEvent& ev) {
+    if (ev.ph != 'X' && ev.ph != 'M') {  // only an event claiming to be a timer op (ScanSpec::claim_keys)
+      timer_claim(ev);  // throws for one that is no one of ours
+      return;
+    }
     ++seen;
     if (ev.ph == 'M') {
       if (ev.pid && ev.tid && !ev.args.meta_name.empty() && ev.name == "thread_name") {
@@ -277,8 +286,8 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
       KinetoDevice& dev = kineto[k->device.value_or(0)];
       dev.uncorrelated += k->no_correlation ? 1 : 0;
       add(dev.tl, set.strings, ev, *k, &dev.pending);
-    } else if (auto timer = megatron_event_at(path, ev, set.strings)) {
-      timer_ops.push_back(*timer);
+    } else if (timer_claim(ev)) {
+      if (auto timer = megatron_event_at(path, ev, set.strings)) timer_ops.push_back(*timer);
     } else if (auto lane = ascend_lane_event(ev, set.strings)) {
       lane_events.push_back(*lane);
     }

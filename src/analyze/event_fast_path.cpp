@@ -24,10 +24,14 @@ bool dropped_by_leading_keys(const ScanSpec& spec, std::string_view t) {
     return v;
   };
   bool named = false, host = false, link = false, kept = false;
+  unsigned seen = 0;  // bits: ph, cat, name (a key given twice: the full parse names the error)
   for (;;) {
     ws();
     const auto key = plain_string();
     if (!key || (*key != "ph" && *key != "cat" && *key != "name")) return false;
+    const unsigned bit = *key == "ph" ? 1u : *key == "cat" ? 2u : 4u;
+    if (seen & bit) return false;
+    seen |= bit;
     ws();
     if (p >= t.size() || t[p] != ':') return false;
     ++p;
@@ -36,7 +40,7 @@ bool dropped_by_leading_keys(const ScanSpec& spec, std::string_view t) {
     if (!v) return false;
     if (*key == "ph") {
       const char ph = v->empty() ? '?' : v->front();
-      if (ph != 'X' && ph != 'M' && !spec.every_phase) return true;
+      if (ph != 'X' && ph != 'M' && !spec.every_phase) return !spec.may_claim(t);
     } else if (*key == "name") {
       named = true;
       kept = kept_name(spec, *v);
@@ -179,18 +183,23 @@ bool read_flat_args(const ScanSpec& spec, FlatCursor& c, RawArgs& a) {
     ++c.p;
     return true;
   }
-  bool closed = false;
+  bool closed = false, named = false;
+  uint32_t str_given = 0;  // slots of STRING keys read (INT ones: a.num_given)
   do {
     std::string_view key;
     if (!c.plain_string(key) || !c.eat(':')) return false;
     if (is(key, "name")) {
-      if (!c.plain_string(a.meta_name)) return false;
+      if (named || !c.plain_string(a.meta_name)) return false;  // twice: the full parse names it
+      named = true;
       continue;
     }
     const ArgKey* k = spec.find_arg(key);
+    // A slot filled twice (one key twice, or two of its spellings): the full parse decides.
+    if (k && (((k->type == ArgKey::STRING ? str_given : a.num_given) >> k->slot) & 1u)) return false;
     if (!k) {
       if (!c.scalar()) return false;
     } else if (k->type == ArgKey::STRING) {
+      str_given |= 1u << k->slot;
       if (!c.plain_string(a.str[k->slot])) return false;
     } else {
       int64_t v = 0;

@@ -22,9 +22,9 @@ inline bool kept_name(const ScanSpec& spec, std::string_view name) {
 // `text` is one event object. True when its leading keys are "ph", "cat" and "name" (in any
 // order; Kineto writes them first) with strings without escapes, and they decide the drop rules
 // of the full parse (chrome_events.cpp parse_event) alone: a "ph" other than X / M (with
-// `spec.every_phase` those are kept), or a host
+// `spec.every_phase` those are kept, and so is one whose text may give a `spec.claim_keys` key), or a host
 // category no mapper reads with a name no mapper keeps. False for everything else (another key
-// first, an escape, a number, device work, launches): the full parse decides, and names errors.
+// first, one of the three given twice, an escape, a number, device work, launches): the full parse decides, and names errors.
 bool dropped_by_leading_keys(const ScanSpec& spec, std::string_view text);
 
 // `text` starts with one event object (more may follow it). Its length when it is a flat event
@@ -32,7 +32,8 @@ bool dropped_by_leading_keys(const ScanSpec& spec, std::string_view text);
 // field the full parse would fill: keys without escapes, each top-level key at most once; "name",
 // "cat", "ph" plain strings (ASCII, no escapes); "pid", "tid" integer numbers; "ts", "dur" decimal
 // numbers (no exponent); "args" an object whose values are plain strings or numbers (a key of
-// `spec.args` as its type asks: a string or an integer number; its "name" a string); any other
+// `spec.args` as its type asks: a string or an integer number; its "name" a string; each slot and
+// "name" filled at most once: a key twice is the full parse's error); any other
 // key a plain string, number, true, false or null. Its category must be no host or link category
 // of `spec` (those have rules that depend on key order). 0 for anything else, and for an object
 // `text` cuts (`ev` then is partly filled and must be reset): the full parse decides and names

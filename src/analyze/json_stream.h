@@ -29,6 +29,17 @@ class JsonCursor {
   int peek();
   // Consumes one byte (peek() must not be -1).
   void advance() { ++pos_; }
+  // At the start of a file: consumes a UTF-8 byte-order mark (EF BB BF; RFC 8259 lets a reader
+  // ignore one, some Windows tools write it). False when the file starts with 0xEF but no
+  // mark (the byte that breaks it is next); true otherwise.
+  bool skip_bom() {
+    if (peek() != 0xEF) return true;
+    for (int b : {0xEF, 0xBB, 0xBF}) {
+      if (peek() != b) return false;
+      advance();
+    }
+    return true;
+  }
   void skip_ws();
   // The offset of the next byte in the (decompressed) file.
   uint64_t offset() const { return base_ + pos_; }

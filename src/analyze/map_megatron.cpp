@@ -101,20 +101,56 @@ namespace detail {
 void add_megatron_scan(ScanSpec& spec) {
   spec.args.insert(spec.args.end(), {arg_key("step", IntArg::STEP), arg_key("model_chunk", IntArg::MODEL_CHUNK),
                                      arg_key("mb_id", IntArg::MB_ID), arg_key("seq_id", IntArg::SEQ_ID)});
+  // A timer op with the wrong "ph" (or none) reaches the reader, which refuses it (claims_timer_op).
+  spec.claim_keys.insert(spec.claim_keys.end(), {"step", "seq_id"});
+}
+
+namespace {
+bool timer_name(std::string_view name) {
+  return std::find(kMegatronTimerNames.begin(), kMegatronTimerNames.end(), name) != kMegatronTimerNames.end();
+}
+}  // namespace
+
+bool claims_timer_op(const std::string& path, const RawEvent& ev, bool by_name) {
+  const auto given = [&](IntArg a) { return ev.args.given(static_cast<size_t>(a)); };
+  const bool args = given(IntArg::STEP) || given(IntArg::SEQ_ID);
+  if (!args && !(by_name && ev.ph == 'X' && timer_name(ev.name))) return false;
+  const auto where = [&] { return fmt::format("{}: byte {}: event #{} '{}'", path, ev.offset, ev.index, ev.name); };
+  if (ev.ph != 'X') {
+    throw TraceError(fmt::format("{}: gives args.step / args.seq_id (a Megatron timer op) but its \"ph\" is {}; "
+                                 "expected \"X\"",
+                                 where(), ev.ph == 0 ? std::string("missing") : fmt::format("'{}'", ev.ph)));
+  }
+  for (const auto& [a, key] : {std::pair{IntArg::STEP, "step"}, std::pair{IntArg::SEQ_ID, "seq_id"}}) {
+    if (!arg(ev, a)) {
+      throw TraceError(fmt::format("{}: a Megatron timer op with args.{} {}; expected an integer (a timer op gives "
+                                   "args.step and args.seq_id, docs/whatif.md \"Input\")",
+                                   where(), key,
+                                   given(a) ? "that is no integer" : ev.args_null ? "missing (\"args\" is null)" : "missing"));
+    }
+  }
+  return true;
 }
 
 std::optional<TimerOp> megatron_event(const RawEvent& ev, StringTable& strings) {
   const auto step = arg(ev, IntArg::STEP), seq = arg(ev, IntArg::SEQ_ID);
   if (ev.ph != 'X' || !step || !seq || !arg(ev, StrArg::KIND).empty()) return std::nullopt;
   constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
-  const auto in_range = [&](std::optional<int64_t> v) { return !v || (*v >= -1 && *v <= kMax); };
   const auto chunk = arg(ev, IntArg::MODEL_CHUNK), mb = arg(ev, IntArg::MB_ID);
-  if (*step < 0 || *step > kMax || *seq < 0 || *seq > kMax || !in_range(chunk) || !in_range(mb) || !ev.pid ||
-      !ev.tid || *ev.pid < 0 || *ev.pid > kMax || *ev.tid < 0 || *ev.tid > kMax) {
-    throw TraceError(fmt::format("byte {}: event #{} '{}': a Megatron timer op needs integer pid (DP rank) and "
-                                 "tid >= 0, args.step and args.seq_id in 0..{}, model_chunk and mb_id >= -1",
-                                 ev.offset, ev.index, ev.name, kMax));
-  }
+  // The first field out of its range, named with its value (or "missing" / "no integer").
+  const auto bad = [&](std::string_view field, std::optional<int64_t> v, int64_t lo) {
+    if (v && *v >= lo && *v <= kMax) return;
+    throw TraceError(fmt::format("byte {}: event #{} '{}': a Megatron timer op needs {} in {}..{} ({}); it is {}",
+                                 ev.offset, ev.index, ev.name, field, lo, kMax,
+                                 field == "pid" ? "the DP rank" : field == "tid" ? "the lane's thread" : "docs/whatif.md \"Input\"",
+                                 v ? fmt::format("{}", *v) : std::string("missing or no integer")));
+  };
+  bad("pid", ev.pid, 0);
+  bad("tid", ev.tid, 0);
+  bad("args.step", step, 0);
+  bad("args.seq_id", seq, 0);
+  if (chunk) bad("args.model_chunk", chunk, -1);
+  if (mb) bad("args.mb_id", mb, -1);
   TimerOp op;
   op.start_ns = ev.ts_ns.value_or(0);
   op.dur_ns = ev.dur_ns.value_or(0);

@@ -114,6 +114,12 @@ void map_ascend_lanes(const std::vector<LaneEvent>& evs, const LaneNames& names,
 // Megatron-LM timer traces (the what-if artifact's timeline format, megatron.h): an "X" event
 // carrying integer args.step and args.seq_id, no args.kind. Absent for every other event.
 std::optional<TimerOp> megatron_event(const RawEvent& ev, StringTable& strings);
+// What marks an event as a Megatron timer op (docs/whatif.md "Input"): args.step or args.seq_id
+// given (whatever its value), or (with `by_name`: the what-if's reader) an "X" event named as a
+// timer. Such an event must be an "X" event with both as integers; throws TraceError naming the
+// file, byte, event and what is wrong. False for an event that makes no such claim (metadata,
+// other slices). whatif's reader and analyze's (docs/analyze.md) both refuse through it.
+bool claims_timer_op(const std::string& path, const RawEvent& ev, bool by_name);
 // Maps one file's timer events into one RankTimeline per worker (rank = pp_rank · dp + dp_rank,
 // streams = the lanes, step markers = each step's span on the worker). Throws TraceError naming
 // the file and the lane when a thread_name is missing or not "PP rank p, TP rank t, <lane>".

@@ -13,64 +13,51 @@
 namespace ppstream::analyze {
 namespace {
 
-bool timer_name(std::string_view name) {
-  return std::find(kMegatronTimerNames.begin(), kMegatronTimerNames.end(), name) != kMegatronTimerNames.end();
-}
-
-// What marks an event as a Megatron timer op (docs/whatif.md "Input"): args.step or args.seq_id
-// given (whatever its value), or an "X" event named as a timer. Such an event must be an "X"
-// event with both as integers; throws TraceError naming the file, byte, event and what is wrong.
-// False for an event that makes no such claim (metadata, other slices: a note counts those).
-bool claims_timer_op(const std::string& path, const detail::RawEvent& ev) {
-  using detail::IntArg;
-  const auto given = [&](IntArg a) { return ev.args.given(static_cast<size_t>(a)); };
-  const bool args = given(IntArg::STEP) || given(IntArg::SEQ_ID);
-  if (!args && !(ev.ph == 'X' && timer_name(ev.name))) return false;
-  const auto where = [&] { return fmt::format("{}: byte {}: event #{} '{}'", path, ev.offset, ev.index, ev.name); };
-  if (ev.ph != 'X') {
-    throw TraceError(fmt::format("{}: gives args.step / args.seq_id (a Megatron timer op) but its \"ph\" is {}; "
-                                 "expected \"X\"",
-                                 where(), ev.ph == 0 ? std::string("missing") : fmt::format("'{}'", ev.ph)));
-  }
-  for (const auto& [a, key] : {std::pair{IntArg::STEP, "step"}, std::pair{IntArg::SEQ_ID, "seq_id"}}) {
-    if (!detail::arg(ev, a)) {
-      throw TraceError(fmt::format("{}: a Megatron timer op with args.{} {}; expected an integer (a timer op gives "
-                                   "args.step and args.seq_id, docs/whatif.md \"Input\")",
-                                   where(), key, given(a) ? "that is no integer" : "missing"));
-    }
-  }
-  return true;
-}
-
 // One step's ops on one file's workers lie within kMaxDurNs (7 days, the bound of one op): a
 // step spanning more holds a corrupt "ts" (within ±kMaxAbsTsNs, yet days off the step's other
 // ops: read as it is, the lifting sees a cycle or a step of weeks). Names the file, the step and
-// the two ops that span it.
-void check_step_spans(const std::string& path, const TimerOps& ops, size_t first) {
-  struct Span {
-    int64_t start = 0, end = 0;  // the first start, the last end
-    size_t lo = 0, hi = 0;       // their ops
-  };
+// the two ops that span it. Then the same over every file of `out` (the job's files: a file's
+// clock days off another's, the lifting would see a launch slowdown of days), naming both files;
+// this file's spans join out.step_spans.
+void check_step_spans(const std::string& path, TimerTrace& out, size_t first) {
+  using Span = TimerTrace::StepSpan;
+  const TimerOps& ops = out.ops;
+  const size_t file = out.sources.size();  // this file's index once it is added
   std::map<int32_t, Span> spans;
   auto last = spans.end();
-  size_t i = first;
-  for (auto it = ops.begin_at(first); it != ops.end(); ++it, ++i) {
+  for (auto it = ops.begin_at(first); it != ops.end(); ++it) {
     const TimerOp op = *it;
     const int64_t end = op.start_ns + op.dur_ns;
     if (last == spans.end() || last->first != op.step)
-      last = spans.try_emplace(op.step, Span{op.start_ns, end, i, i}).first;
+      last = spans.try_emplace(op.step, Span{op.start_ns, end, op.offset, op.offset, op.start_ns, file, file}).first;
     Span& s = last->second;
-    if (op.start_ns < s.start) s.start = op.start_ns, s.lo = i;
-    if (end > s.end) s.end = end, s.hi = i;
+    if (op.start_ns < s.start) s.start = op.start_ns, s.start_offset = op.offset;
+    if (end > s.end) s.end = end, s.end_offset = op.offset, s.end_op_ts = op.start_ns;
   }
+  const auto file_of = [&](size_t f) { return f == file ? path : out.sources[f]; };
+  const auto check = [&](int32_t step, const Span& s) {
+    if (s.end - s.start <= kMaxDurNs) return;  // in int64: both within the bounds
+    const std::string where = s.start_file == s.end_file && s.start_file == file
+                                  ? path
+                                  : fmt::format("{} and {}", file_of(s.start_file), file_of(s.end_file));
+    const std::string lo = s.start_file == s.end_file ? "" : file_of(s.start_file) + ": ";
+    const std::string hi = s.start_file == s.end_file ? "" : file_of(s.end_file) + ": ";
+    throw TraceError(fmt::format("{}: step {} spans {:.1f} days, from the op at {}byte {} (\"ts\" {:.3f} µs) to the end "
+                                 "of the op at {}byte {} (\"ts\" {:.3f} µs); one step's ops lie within 7 days{}: a "
+                                 "\"ts\" is corrupt",
+                                 where, step, static_cast<double>(s.end - s.start) / 86400e9, lo, s.start_offset,
+                                 static_cast<double>(s.start) / 1e3, hi, s.end_offset,
+                                 static_cast<double>(s.end_op_ts) / 1e3,
+                                 s.start_file == s.end_file ? "" : " across the files of a job"));
+  };
+  for (const auto& [step, s] : spans) check(step, s);
   for (const auto& [step, s] : spans) {
-    if (s.end - s.start <= kMaxDurNs) continue;  // in int64: both within the bounds
-    const TimerOp lo = ops[s.lo], hi = ops[s.hi];
-    throw TraceError(fmt::format("{}: step {} spans {:.1f} days, from the op at byte {} (\"ts\" {:.3f} µs) to the end of "
-                                 "the op at byte {} (\"ts\" {:.3f} µs); one step's ops lie within 7 days: a \"ts\" is "
-                                 "corrupt",
-                                 path, step, static_cast<double>(s.end - s.start) / 86400e9, lo.offset,
-                                 static_cast<double>(lo.start_ns) / 1e3, hi.offset, static_cast<double>(hi.start_ns) / 1e3));
+    const auto [it, fresh] = out.step_spans.try_emplace(step, s);
+    if (fresh) continue;
+    Span& all = it->second;
+    if (s.start < all.start) all.start = s.start, all.start_offset = s.start_offset, all.start_file = s.start_file;
+    if (s.end > all.end) all.end = s.end, all.end_offset = s.end_offset, all.end_op_ts = s.end_op_ts, all.end_file = s.end_file;
+    check(step, all);
   }
 }
 
@@ -91,7 +78,7 @@ void read_timer_trace(const std::string& path, TimerTrace& out, bool flat_events
             lanes.thread[{*ev.pid, *ev.tid}] = std::string(ev.args.meta_name);
           return;
         }
-        const bool timer = claims_timer_op(path, ev);
+        const bool timer = detail::claims_timer_op(path, ev, true);
         if (ev.ph != 'X') return;  // instants, flows, counters (no claim: checked above)
         if (!ev.ts_ns) {
           throw TraceError(fmt::format("{}: byte {}: event #{} '{}': complete event without \"ts\"", path, ev.offset,
@@ -128,7 +115,7 @@ void read_timer_trace(const std::string& path, TimerTrace& out, bool flat_events
                                  "and args.seq_id on threads named \"PP rank p, TP rank t, <lane>\")",
                                  path, events));
   }
-  check_step_spans(path, out.ops, first);
+  check_step_spans(path, out, first);
   for (const auto& [key, text] : lanes.thread)
     if (const auto l = parse_timer_lane(text); l && key.first >= 0 && key.first <= INT32_MAX)
       out.declared_workers.emplace(std::pair{static_cast<int32_t>(key.first), l->pp_rank}, path);

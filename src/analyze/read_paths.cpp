@@ -30,6 +30,7 @@ enum class JsonKind { CHROME, CLUSTER_COMM, RANK_COMM };
 JsonKind sniff_json(const std::string& path) {
   detail::ByteSource src(path);
   detail::JsonCursor cur(src, 4096);  // the first key is all it needs
+  if (!cur.skip_bom()) return JsonKind::CHROME;  // the Chrome scanner names the byte
   cur.skip_ws();
   const int c = cur.peek();
   if (c == '[') return JsonKind::CHROME;

@@ -2,6 +2,7 @@
 #include "job.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +16,20 @@
 
 namespace ppstream::whatif {
 namespace {
+
+// Sorted unique steps as runs: "23-27", "3, 5-6"; past 12 runs, "… (N steps in all)".
+std::string step_list(const std::vector<int32_t>& steps) {
+  std::string out;
+  size_t runs = 0;
+  for (size_t i = 0; i < steps.size();) {
+    if (++runs > 12) return out + fmt::format(", … ({} steps in all)", steps.size());
+    size_t j = i;
+    while (j + 1 < steps.size() && steps[j + 1] == steps[j] + 1) ++j;
+    out += (out.empty() ? "" : ", ") + (j == i ? fmt::format("{}", steps[i]) : fmt::format("{}-{}", steps[i], steps[j]));
+    i = j + 1;
+  }
+  return out;
+}
 
 uint64_t key_of(int32_t stage, OpType t, int32_t seq) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(stage)) << 40) | (static_cast<uint64_t>(t) << 32) |
@@ -95,9 +110,19 @@ Job build_job(const analyze::TimerTrace& trace, std::optional<std::pair<int32_t,
                                     n, name));
   }
   if (steps.empty()) {
-    throw LiftError(step_range ? fmt::format("no timer op of a known type in steps {}-{}", step_range->first,
-                                             step_range->second)
-                               : std::string("no timer op of a known type (forward-compute, …) in the trace"));
+    if (!step_range) throw LiftError("no timer op of a known type (forward-compute, …) in the trace");
+    // Say which files and which steps they hold (only here: the error path).
+    std::vector<int32_t> present;
+    for (const analyze::TimerOp& op : trace.ops) {
+      if (!type_of_name[op.name]) continue;
+      const auto at = std::lower_bound(present.begin(), present.end(), op.step);
+      if (at == present.end() || *at != op.step) present.insert(at, op.step);
+    }
+    throw LiftError(fmt::format("no timer op of a known type in steps {}-{} of {}; {}", step_range->first,
+                                step_range->second,
+                                trace.sources.empty() ? std::string("the trace") : fmt::format("{}", fmt::join(trace.sources, ", ")),
+                                present.empty() ? std::string("the trace holds none of a known type in any step")
+                                                : fmt::format("the trace holds steps {}", step_list(present))));
   }
   job.steps = steps;
   const int32_t first = steps.front();

@@ -144,6 +144,16 @@ struct TimerTrace {
   // (DP rank = pid, PP rank) of every thread_name metadata event naming a timer lane, with the
   // file that declared it: a worker declared here with no op is a hole the what-if refuses.
   std::map<std::pair<int32_t, int32_t>, std::string> declared_workers;
+  // Each step's span over the files read so far: its first start and last end, with the op
+  // (byte, "ts") and file (index into sources) of each. One step's ops across all files of a job
+  // lie within 7 days (read_timer_trace checks each file it adds against the others).
+  struct StepSpan {
+    int64_t start = 0, end = 0;
+    int64_t start_offset = 0, end_offset = 0;
+    int64_t end_op_ts = 0;  // the "ts" (ns) of the op that ends last
+    size_t start_file = 0, end_file = 0;
+  };
+  std::map<int32_t, StepSpan> step_spans;
 };
 
 // Reads the timer ops of `path` into `out`. Throws TraceError naming the file, byte offset and
@@ -151,7 +161,8 @@ struct TimerTrace {
 // step or seq_id out of int32, a "ts" beyond ±kMaxAbsTsNs, an event claiming to be a timer op
 // that is malformed (args.step or args.seq_id given but not an integer, or given on an event
 // whose "ph" is not "X"; an "X" event named as one of kMegatronTimerNames without them), and a
-// file with no timer op at all (saying how many events it holds).
+// file with no timer op at all (saying how many events it holds), and a step whose ops span
+// more than 7 days, in this file or with the files `out` already holds (naming the files).
 void read_timer_trace(const std::string& path, TimerTrace& out);
 // The same with `flat_events` false: every event through the full (simdjson) parse instead of
 // the flat-event reader (docs/whatif.md "Benchmark"); the same result by contract — the oracle of

@@ -235,6 +235,7 @@ TEST(MegatronReader, MalformedTimerOpsAreLocated) {
       {head + R"(, "ph": "X", "args": {"step": 16, "seq_id": "y"})", "args.seq_id that is no integer"},
       {head + R"(, "ph": "X", "args": {"step": 16})", "args.seq_id missing"},
       {head + R"(, "ph": "X")", "args.step missing"},
+      {head + R"(, "ph": "X", "args": null)", "args.step missing (\"args\" is null)"},
       {head + R"(, "args": {"step": 16, "seq_id": 0})", "its \"ph\" is missing"},
       {head + R"(, "ph": "B", "args": {"step": 16, "seq_id": 0})", "its \"ph\" is 'B'"},
   };
@@ -245,6 +246,101 @@ TEST(MegatronReader, MalformedTimerOpsAreLocated) {
     EXPECT_NE(msg[0].find("event #5 'backward-compute'"), std::string::npos) << msg[0];
     EXPECT_NE(msg[0].find(cases[i].second), std::string::npos) << cases[i].first << ": " << msg[0];
   }
+}
+
+// A key the reader reads given twice in one event (breaker4: "dur" twice, the last value won and
+// whatif's and analyze's figures changed, rc 0; "step":24,"step":23 read 23) is a located error
+// naming the key, on the flat path (which leaves it to the full parse) and the full parse alike,
+// for whatif's reader and analyze's. Fails on 0415469: no error for any of them.
+TEST(MegatronReader, AKeyGivenTwiceInOneEventIsLocated) {
+  const std::string base = R"("name": "backward-compute", "ph": "X", "pid": 0, "tid": 3, "ts": 9, "dur": 1, "args": {"step": 16, "seq_id": 0})";
+  const std::string head = R"("name": "backward-compute", "ph": "X", "pid": 0, "tid": 3)";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {head + R"(, "ts": 9, "dur": 1, "dur": 2, "args": {"step": 16, "seq_id": 0})", "\"dur\""},
+      {head + R"(, "ts": 9, "ts": 10, "dur": 1, "args": {"step": 16, "seq_id": 0})", "\"ts\""},
+      {head + R"(, "pid": 1, "ts": 9, "dur": 1, "args": {"step": 16, "seq_id": 0})", "\"pid\""},
+      {head + R"(, "tid": 3, "ts": 9, "dur": 1, "args": {"step": 16, "seq_id": 0})", "\"tid\""},
+      {head + R"(, "name": "forward-compute", "ts": 9, "dur": 1, "args": {"step": 16, "seq_id": 0})", "\"name\""},
+      {head + R"(, "ph": "X", "ts": 9, "dur": 1, "args": {"step": 16, "seq_id": 0})", "\"ph\""},
+      {head + R"(, "cat": "a", "cat": "b", "ts": 9, "dur": 1, "args": {"step": 16, "seq_id": 0})", "\"cat\""},
+      {base + R"(, "args": {"step": 16, "seq_id": 0})", "\"args\""},
+      {head + R"(, "ts": 9, "dur": 1, "args": {"step": 16, "step": 15, "seq_id": 0})", "\"args.step\""},
+      {head + R"(, "ts": 9, "dur": 1, "args": {"step": 16, "seq_id": 0, "seq_id": 1})", "\"args.seq_id\""},
+      {head + R"(, "ts": 9, "dur": 1, "args": {"step": 16, "seq_id": 0, "mb_id": 1, "mb_id": 2})", "\"args.mb_id\""},
+  };
+  const auto dir = testing::temp_dir("key_twice");
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string& ev = cases[i].first;
+    const auto msg = timer_error(fmt::format("k{}", i), {ev});
+    EXPECT_EQ(msg[0], msg[1]) << ev;
+    EXPECT_NE(msg[0].find("FILE: byte "), std::string::npos) << ev << ": " << msg[0];
+    EXPECT_NE(msg[0].find("event #5: key " + cases[i].second + " given twice in one event (again at byte "),
+              std::string::npos) << ev << ": " << msg[0];
+    // analyze reads the same file with the same error.
+    const std::string good = timer_trace(std::vector<std::string>(kTimerEvents.begin(), kTimerEvents.begin() + 5), false);
+    const auto path = testing::write_file(dir / fmt::format("k{}", i) / "t.json",
+                                          good.substr(0, good.size() - 1) + ",\n" + timer_trace({ev}, false).substr(1));
+    TraceSet set;
+    try {
+      read_chrome_trace(path, set);
+      ADD_FAILURE() << "analyze read " << ev;
+    } catch (const TraceError& e) {
+      EXPECT_NE(std::string(e.what()).find("key " + cases[i].second + " given twice"), std::string::npos) << e.what();
+    }
+  }
+  // A Kineto kernel with "dur" twice: the same error (the full parse of every Chrome trace).
+  const auto kineto = testing::write_file(
+      dir / "kineto.json",
+      R"({"distributedInfo": {"rank": 0}, "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "dur": 3, "args": {"stream": 7, "device": 0}}]})");
+  TraceSet set;
+  try {
+    read_chrome_trace(kineto, set);
+    ADD_FAILURE() << "analyze read the kernel";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find(kineto + ": byte 49: event #0: key \"dur\" given twice in one event (again at byte 130)"),
+              std::string::npos) << e.what();
+  }
+  // Keys the reader does not read may repeat (they change no figure), and the flat path still
+  // reads a spelling of one slot once.
+  EXPECT_EQ(timer_error("k_other", {base + R"(, "id": 1, "id": 2)"})[0], "");
+}
+
+// analyze reads the files whatif reads (docs/whatif.md "Input"): a malformed timer op is the same
+// located error there, not an op silently left out (breaker4: "ph" "B", "step" null or no "ph":
+// analyze rc 0, dropped_events 0, one backward gone). Fails on 0415469: analyze read them all.
+TEST(MegatronReader, AnalyzeRefusesTheMalformedTimerOpsWhatifRefuses) {
+  const std::string head = R"("name": "backward-compute", "pid": 0, "tid": 3, "ts": 9, "dur": 1)";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {head + R"(, "ph": "X", "args": {"step": null, "seq_id": 0})", "args.step that is no integer"},
+      {head + R"(, "ph": "X", "args": {"step": 16})", "args.seq_id missing"},
+      {head + R"(, "ph": "X", "args": {"seq_id": 0})", "args.step missing"},
+      {head + R"(, "args": {"step": 16, "seq_id": 0})", "its \"ph\" is missing"},
+      {head + R"(, "ph": "B", "args": {"step": 16, "seq_id": 0})", "its \"ph\" is 'B'"},
+      {R"("ph": "i", "args": {"step": 16, "seq_id": 0}, )" + head, "its \"ph\" is 'i'"},
+      {R"("ph": "E", "args": {"st\u0065p": 16}, )" + head, "its \"ph\" is 'E'"},
+  };
+  const auto dir = testing::temp_dir("analyze_timer_faults");
+  const std::string good = timer_trace(std::vector<std::string>(kTimerEvents.begin(), kTimerEvents.begin() + 5), false);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto path = testing::write_file(dir / fmt::format("a{}", i) / "t.json",
+                                          good.substr(0, good.size() - 1) + ",\n" + timer_trace({cases[i].first}, false).substr(1));
+    TraceSet set;
+    try {
+      read_chrome_trace(path, set);
+      ADD_FAILURE() << "analyze read " << cases[i].first;
+    } catch (const TraceError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(path + ": byte "), std::string::npos) << msg;
+      EXPECT_NE(msg.find("event #5 'backward-compute'"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(cases[i].second), std::string::npos) << cases[i].first << ": " << msg;
+    }
+  }
+  // Flows and instants that claim nothing stay dropped, and the good file is read.
+  const auto ok = testing::write_file(dir / "ok" / "t.json", good.substr(0, good.size() - 1) +
+                                      R"(, {"ph": "i", "name": "x", "pid": 0, "tid": 3, "ts": 1, "args": {"kind": "step"}}])");
+  TraceSet set;
+  read_chrome_trace(ok, set);
+  EXPECT_FALSE(set.ranks.empty());
 }
 
 // A "ts" beyond the analyzer's bound (timeline.h kMaxAbsTsNs), or within it but days off the
@@ -267,6 +363,79 @@ TEST(MegatronReader, CorruptTimestampsAreLocated) {
   }
   // A step of just under 7 days (its first op starts at 2,688,330.4 µs) is read.
   EXPECT_EQ(timer_error("ts_ok", {ev("604802688000")})[0], "");
+}
+
+// The 7-day bound of one step holds across the files of a job, not per file (breaker4: ST split
+// by pid into two files, the second's "ts" + 1e14 µs: whatif rc 0, launch_slowdown 46058258).
+// Names the step, both files and the two ops. Fails on 0415469: both files read.
+TEST(MegatronReader, AStepSpanningDaysAcrossFilesIsLocated) {
+  const auto dir = testing::temp_dir("span_files");
+  const std::string a = testing::write_file(
+      dir / "a.json", timer_trace({kTimerEvents[0], kTimerEvents[2], kTimerEvents[3], kTimerEvents[4]}, false));
+  std::string late = kTimerEvents[5];
+  late.replace(late.find("\"ts\" : 12"), 9, "\"ts\" : 100000000000012");
+  const std::string b = testing::write_file(dir / "b.json", timer_trace({kTimerEvents[1], late}, false));
+  const std::string b_ok = testing::write_file(dir / "b_ok.json", timer_trace({kTimerEvents[1], kTimerEvents[5]}, false));
+  {
+    TimerTrace t;
+    read_timer_trace(a, t);
+    read_timer_trace(b_ok, t);
+    EXPECT_EQ(t.ops.size(), 2u);
+  }
+  for (const auto& [first, second] : {std::pair{a, b}, std::pair{b, a}}) {
+    TimerTrace t;
+    try {
+      read_timer_trace(first, t);
+      read_timer_trace(second, t);
+      ADD_FAILURE() << "read " << t.ops.size() << " ops";
+    } catch (const TraceError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(fmt::format("{} and {}: step 16 spans 1157.4 days, from the op at {}: byte ", a, b, a)),
+                std::string::npos) << msg;
+      EXPECT_NE(msg.find(fmt::format("(\"ts\" 2688330.412 µs) to the end of the op at {}: byte ", b)), std::string::npos)
+          << msg;
+      EXPECT_NE(msg.find("(\"ts\" 100000000000012.000 µs); one step's ops lie within 7 days across the files of a job"),
+                std::string::npos) << msg;
+    }
+  }
+}
+
+// breaker4's wording faults: a field out of range is named with its value (the message listed
+// every bound and named none), and a UTF-8 byte-order mark at the start of a file is skipped
+// (JSON lets a reader ignore one; it was "expected a JSON object or array"). Fails on 0415469.
+TEST(MegatronReader, RangeErrorsNameTheFieldAndABomIsSkipped) {
+  const std::string head = R"("name": "backward-compute", "ph": "X", "ts": 9, "dur": 1, )";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {head + R"("pid": 0, "tid": 3, "args": {"step": 16, "seq_id": 0, "mb_id": -2})", "needs args.mb_id in -1..2147483647 (docs/whatif.md \"Input\"); it is -2"},
+      {head + R"("pid": 0, "tid": 3, "args": {"step": 16, "seq_id": 0, "model_chunk": 2147483648})", "needs args.model_chunk in -1..2147483647 (docs/whatif.md \"Input\"); it is 2147483648"},
+      {head + R"("pid": -1, "tid": 3, "args": {"step": 16, "seq_id": 0})", "needs pid in 0..2147483647 (the DP rank); it is -1"},
+      {head + R"("pid": 0, "args": {"step": 16, "seq_id": 0})", "needs tid in 0..2147483647 (the lane's thread); it is missing or no integer"},
+      {head + R"("pid": 0, "tid": 3, "args": {"step": 16, "seq_id": -3})", "needs args.seq_id in 0..2147483647 (docs/whatif.md \"Input\"); it is -3"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto msg = timer_error(fmt::format("r{}", i), {cases[i].first});
+    EXPECT_EQ(msg[0], msg[1]);
+    EXPECT_NE(msg[0].find("event #5 'backward-compute': a Megatron timer op " + cases[i].second), std::string::npos)
+        << msg[0];
+  }
+  const auto dir = testing::temp_dir("bom");
+  const std::string good = timer_trace(std::vector<std::string>(kTimerEvents.begin(), kTimerEvents.begin() + 8), false);
+  const auto bom = testing::write_file(dir / "bom.json", "\xEF\xBB\xBF" + good);
+  TimerTrace t;
+  read_timer_trace(bom, t);
+  EXPECT_EQ(t.ops.size(), 4u);
+  TraceSet set;
+  read_paths({bom}, set);
+  EXPECT_FALSE(set.ranks.empty());
+  const auto broken = testing::write_file(dir / "broken.json", "\xEF\xBB" + good);
+  TimerTrace u;
+  try {
+    read_timer_trace(broken, u);
+    ADD_FAILURE() << "read a broken byte-order mark";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find(broken + ": byte 2: a byte that is neither JSON nor part of a UTF-8 byte-order mark"),
+              std::string::npos) << e.what();
+  }
 }
 
 // A second "traceEvents" would hold every op twice (breaker3: read twice, the lifting then said
