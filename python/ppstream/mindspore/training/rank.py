@@ -109,6 +109,11 @@ class RankRuntime:
         """One step; the sum of this rank's scaled last-stage losses (None without the last stage)."""
         return self.executor.run_step(step, self._batches(self.data, step))
 
+    @property
+    def last_step_ms(self) -> float:
+        """The last run_step's time in ms, as the trace's step marker measured it (executor.py)."""
+        return self.executor.last_step_ms
+
     def evaluate(self, data=None) -> float | None:
         """The mean over the held-out batches (``data``, a HeldOutBatches, default the config's)
         of this rank's summed scaled last-stage losses (None without the last stage);
