@@ -358,14 +358,24 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
   return report;
 }
 
+void check_cluster_only(bool cluster, bool trace_every_rank, const std::string& cluster_engine) {
+  if (cluster) return;
+  if (!cluster_engine.empty())
+    throw std::invalid_argument("simulate --cluster-engine " + cluster_engine + ": only with --cluster");
+  if (trace_every_rank)
+    throw std::invalid_argument(
+        "simulate --trace-every-rank: only with --cluster (without it the trace draws one replica, every rank of it)");
+}
+
 std::string simulate_json(const PipelineConfig& cfg, const std::string& reduce_grad, bool cluster, int32_t trials,
                           std::optional<uint64_t> seed, const std::string& trace_path, const std::string& svg_path,
                           const std::string& platform, const std::vector<std::string>& inputs,
                           bool trace_every_rank, const std::string& cluster_engine, int32_t threads) {
   SimOptions o;
-  if (cluster_engine != "replica" && cluster_engine != "expanded")
+  if (!cluster_engine.empty() && cluster_engine != "replica" && cluster_engine != "expanded")
     throw std::invalid_argument("simulate: --cluster-engine " + cluster_engine + ": expected replica or expanded");
-  o.replica_vector = cluster_engine == "replica";
+  check_cluster_only(cluster, trace_every_rank, cluster_engine);
+  o.replica_vector = cluster_engine != "expanded";
   o.threads = threads;
   o.inputs = inputs;
   const auto kind = parse_platform(platform);

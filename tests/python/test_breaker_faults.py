@@ -379,5 +379,17 @@ def test_python_simulate_takes_cluster_engine_and_threads_as_the_cli_does():
         ppstream.simulate(SMALL, cluster=True, cluster_engine="bogus")
     with pytest.raises(ValueError, match=r"simulate: threads -1: expected an integer in \[0, 4096\]"):
         ppstream.simulate(SMALL, cluster=True, threads=-1)
+
+
+def test_python_simulate_refuses_cluster_only_arguments_without_cluster():
+    # The CLI refuses --cluster-engine / --trace-every-rank without --cluster; Python ignored them
+    # (review; fails on 407eb78's install: the JSON of a one-replica run).
+    import ppstream
+    for engine in ("replica", "expanded"):
+        with pytest.raises(ValueError, match=rf"simulate cluster_engine {engine}: only with cluster=True"):
+            ppstream.simulate(SMALL, cluster_engine=engine)
+    with pytest.raises(ValueError, match=r"simulate trace_every_rank=True: only with cluster=True"):
+        ppstream.simulate(SMALL, trace_every_rank=True)
+    assert _figures(ppstream.simulate(SMALL, cluster_engine=None)) == _figures(ppstream.simulate(SMALL))
     with pytest.raises(TypeError, match=r"simulate: cluster_engine: expected a str"):
         ppstream.simulate(SMALL, cluster=True, cluster_engine=1)
