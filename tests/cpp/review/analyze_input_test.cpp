@@ -47,7 +47,9 @@ TEST(ReviewAnalyzeInput, TimesBeyondInt64NanosecondsAreErrors) {
             std::string::npos);
   // The message comes from the grammar that reads the value (parse_us_to_ns): text with two
   // points is no number, not one out of range (a second grammar, is_decimal_number, said it was).
-  for (const char* text : {"1.2.3", "1..5", ".5."}) {
+  // Nor is hexadecimal with an 'e' digit, which strtod took (0x1e3 read as 483 µs; review:
+  // fails on 407eb78).
+  for (const char* text : {"1.2.3", "1..5", ".5.", "0x1e3", "0X1E3", "1e3x"}) {
     const std::string fields = std::string(R"("pid":0,"ts":0,"dur":")") + text + "\"";
     EXPECT_NE(error_of(testing::write_file(dir / "p.json", trace(fields))).find("\"dur\" is not a number of µs"),
               std::string::npos)
