@@ -28,6 +28,8 @@ std::optional<int64_t> parse_us_to_ns(std::string_view t, UsFault* why) {
   if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s.front())) || s.front() == '.'))
     return fault(UsFault::NOT_A_NUMBER);
   if (s.find_first_of("eE") != std::string_view::npos) {
+    // Decimal digits, one point and an exponent only: strtod also reads hexadecimal ("0x1e3").
+    if (s.find_first_not_of("0123456789.eE+-") != std::string_view::npos) return fault(UsFault::NOT_A_NUMBER);
     std::string copy(neg ? "-" : "");
     copy += s;
     char* end = nullptr;

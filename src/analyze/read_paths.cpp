@@ -189,8 +189,23 @@ std::optional<std::string> input_named_by(const std::string& out, const std::vec
 
 namespace {
 
+// The spelling of the file a path that does not exist names: the end of its chain of dangling
+// symbolic links (a write through one creates the file it points at; 40 links at most, as the
+// kernel follows), weakly canonical.
+std::string missing_file_spelling(const std::string& p) {
+  fs::path at(p);
+  std::error_code ec;
+  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(at, ec)); ++hops) {
+    const fs::path to = fs::read_symlink(at, ec);
+    if (ec) break;
+    at = to.is_absolute() ? to : at.parent_path() / to;
+  }
+  const fs::path canon = fs::weakly_canonical(at, ec);
+  return ec ? at.string() : canon.string();
+}
+
 // The first (earlier, later) indices of `paths` that are one file: device and inode for the paths
-// that exist, the weakly canonical spelling for the others.
+// that exist, missing_file_spelling for the others.
 std::optional<std::pair<size_t, size_t>> same_file_pair(const std::vector<std::string>& paths) {
   std::map<std::pair<uint64_t, uint64_t>, size_t> files;  // (st_dev, st_ino) of the paths that exist
   std::map<std::string, size_t> missing;                  // weakly canonical spelling of the others
@@ -202,9 +217,7 @@ std::optional<std::pair<size_t, size_t>> same_file_pair(const std::vector<std::s
       if (!fresh) return std::pair{at->second, i};
       continue;
     }
-    std::error_code ec;
-    const fs::path canon = fs::weakly_canonical(p, ec);
-    const auto [at, fresh] = missing.try_emplace(ec ? p : canon.string(), i);
+    const auto [at, fresh] = missing.try_emplace(missing_file_spelling(p), i);
     if (!fresh) return std::pair{at->second, i};
   }
   return std::nullopt;
@@ -226,9 +239,12 @@ std::optional<std::string> same_output(const std::vector<std::pair<std::string, 
   for (const auto& o : outs) paths.push_back(o.second);
   const auto pair = same_file_pair(paths);
   if (!pair) return std::nullopt;
-  const auto& [a, pa] = outs[pair->first];
-  const auto& [b, pb] = outs[pair->second];
-  return fmt::format("{} {} and {} {} are the same file", a, pa, b, pb);
+  // "--svg P" for an option, "svg=P" for a Python keyword (as the input_named_by messages spell it).
+  const auto named = [&](size_t i) {
+    const auto& [what, path] = outs[i];
+    return !what.empty() && what.back() == '=' ? what + path : what + " " + path;
+  };
+  return fmt::format("{} and {} are the same file", named(pair->first), named(pair->second));
 }
 
 }  // namespace ppstream::analyze

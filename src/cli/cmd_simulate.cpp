@@ -66,10 +66,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
     std::string policy = ca.reduce_grad;
     if (policy == "both") ca.reduce_grad.clear();
     // Options that mean something in cluster mode only: given without it, refused (not ignored).
-    if (!args->cluster && engine->count() > 0)
-      throw std::invalid_argument("simulate --cluster-engine " + args->cluster_engine + ": only with --cluster");
-    if (!args->cluster && args->trace_every_rank)
-      throw std::invalid_argument("simulate --trace-every-rank: only with --cluster (without it the trace draws one replica, every rank of it)");
+    sim::check_cluster_only(args->cluster, args->trace_every_rank, engine->count() > 0 ? args->cluster_engine : "");
     sim::SimOptions o;
     o.policies = sim::parse_policies(policy);
     const auto platform = parse_platform(args->platform);

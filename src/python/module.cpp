@@ -175,7 +175,7 @@ void bind_sim_analyze(py::module_& m) {
         const auto overrides = python::overrides_arg("simulate", overrides_o);
         const std::string platform = python::str_arg("simulate", "platform", platform_o);
         const bool every_rank = python::bool_arg("simulate", "trace_every_rank", trace_every_rank_o);
-        const std::string cluster_engine = python::str_arg("simulate", "cluster_engine", cluster_engine_o);
+        const std::string cluster_engine = python::str_arg("simulate", "cluster_engine", cluster_engine_o, "");
         const auto threads = python::int_arg<int32_t>("simulate", "threads", threads_o, 0, 4096);
         PipelineConfig cfg = load_config_file(path);
         apply_all(cfg, overrides);
@@ -191,13 +191,14 @@ void bind_sim_analyze(py::module_& m) {
       py::arg("config_path"), py::arg("reduce_grad") = "", py::arg("cluster") = false, py::arg("trials") = 1,
       py::arg("seed") = py::none(), py::arg("trace") = "", py::arg("svg") = "", py::arg("overrides") = py::dict(),
       py::arg("platform") = "ascend-mindspore", py::arg("trace_every_rank") = false,
-      py::arg("cluster_engine") = "replica", py::arg("threads") = 0,
+      py::arg("cluster_engine") = py::none(), py::arg("threads") = 0,
       "Simulate one training step (docs/simulate.md): reduce_grad 'inline' | 'async' | 'both' | '' or None (the\n"
-      "config's); cluster=True runs every PP replica of the world; trials>1 draws stragglers per seed;\n"
+      "config's); cluster=True runs every DP replica of the world; trials>1 draws stragglers per seed;\n"
       "platform: the engine profile (ascend-mindspore, ascend-mindspore-one-comm-stream, cpu-serial).\n"
       "Writes a Chrome trace / SVG when paths are given (OSError if it cannot); trace_every_rank=True (with\n"
       "cluster=True) draws every rank in the trace, as ppstream.whatif needs; cluster_engine 'replica' |\n"
-      "'expanded' and threads (0: one per hardware thread) as --cluster-engine and --threads. Returns the metrics JSON\n"
+      "'expanded' (None: replica; with cluster=True only, as trace_every_rank) and threads (0: one per hardware\n"
+      "thread) as --cluster-engine and --threads. Returns the metrics JSON\n"
       "(str, times in ms). Argument types: docs/python.md.");
   m.def(
       "analyze",

@@ -153,6 +153,12 @@ void first_trial_outputs(const engine::Topology& topo, const EngineResult& run, 
   write_file(trace_path + ".config.yaml", to_yaml(cfg));
 }
 
+// A step time of the replica vector that is not finite: replica_policy throws throw_step_overflow's
+// words (not caught as a cost fault there, which falls back to the expanded run).
+struct StepOverflow {
+  double step_ms;
+};
+
 // replica_policy's run (tmpl is renumbered per replica while its metrics are computed, and back);
 // throws what the cost checks throw.
 std::string replica_policy_run(ProgramSet& tmpl, const PipelineConfig& compiled, ReducePolicy policy,
@@ -166,7 +172,9 @@ std::string replica_policy_run(ProgramSet& tmpl, const PipelineConfig& compiled,
   std::optional<ReplicaRun> run(replay_replicas(tape, &model));
   pr.engine_wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const double first = run->makespan_ms();
-  if (!std::isfinite(first)) return "the step time is not finite (the expanded run reports it)";
+  // Words that depend on no rank or trial (throw_step_overflow): thrown here, as the expanded run
+  // would throw them after a second run of the whole world.
+  if (!std::isfinite(first)) throw StepOverflow{first};
   const auto dp = static_cast<size_t>(world.dp());
   size_t instrs = 0;
   for (const Program& p : tmpl.programs) instrs += p.instrs.size();
@@ -216,7 +224,7 @@ std::string replica_policy_run(ProgramSet& tmpl, const PipelineConfig& compiled,
       pool.push_back(std::move(buf));
     });
     for (double ms : steps)
-      if (!std::isfinite(ms)) return "a trial's step time is not finite (the expanded run reports it)";
+      if (!std::isfinite(ms)) throw StepOverflow{ms};
   }
   out.trials.step_time_ms = std::move(steps);
   pr = std::move(out);
@@ -226,10 +234,11 @@ std::string replica_policy_run(ProgramSet& tmpl, const PipelineConfig& compiled,
 
 // Cluster mode from replica 0's template tape (ppstream/engine/replica_tape.h): trial 0's
 // metrics and memory and every trial's step time, as the expanded world's runs give them.
-// Where it cannot (a deadlock, a cost or step beyond a double, named collective groups) it returns
-// why, and pr holds nothing of use: the expanded path then runs and reports the fault with its own
+// Where it cannot (a deadlock, a cost beyond a double, named collective groups) it returns why,
+// and pr holds nothing of use: the expanded path then runs and reports the fault with its own
 // messages, so that both engines word a fault alike (the first infinite cost the expanded engine
-// meets, say, is not the vector's first). Empty when it ran.
+// meets, say, is not the vector's first). Empty when it ran. A step time beyond a double is
+// thrown here with run_trial's words (throw_step_overflow: they name no rank or trial).
 std::string replica_policy(const PipelineConfig& cfg, ReducePolicy policy, const TrialSetup& setup, const MemorySpec& memory,
                            const SimOptions& opts, const ProgramFilter& replica0, const std::function<void(int64_t)>& tick,
                            PolicyRun& pr) {
@@ -245,6 +254,8 @@ std::string replica_policy(const PipelineConfig& cfg, ReducePolicy policy, const
     return replica_policy_run(tmpl, compiled, policy, setup, memory, opts, replica0, tick, pr);
   } catch (const std::invalid_argument&) {  // engine::checked_cost: a cost that is not finite or < 0
     return "a cost is not finite (the expanded run reports it)";
+  } catch (const StepOverflow& e) {  // the same words as the expanded run's, without that run
+    throw_step_overflow(policy, e.step_ms, SimCostModel(tmpl, compiled, setup.cost, StragglerModel(setup.straggler, tmpl.world, 0)));
   }
 }
 
@@ -347,14 +358,24 @@ SimReport simulate(const PipelineConfig& cfg, const SimOptions& opts) {
   return report;
 }
 
+void check_cluster_only(bool cluster, bool trace_every_rank, const std::string& cluster_engine) {
+  if (cluster) return;
+  if (!cluster_engine.empty())
+    throw std::invalid_argument("simulate --cluster-engine " + cluster_engine + ": only with --cluster");
+  if (trace_every_rank)
+    throw std::invalid_argument(
+        "simulate --trace-every-rank: only with --cluster (without it the trace draws one replica, every rank of it)");
+}
+
 std::string simulate_json(const PipelineConfig& cfg, const std::string& reduce_grad, bool cluster, int32_t trials,
                           std::optional<uint64_t> seed, const std::string& trace_path, const std::string& svg_path,
                           const std::string& platform, const std::vector<std::string>& inputs,
                           bool trace_every_rank, const std::string& cluster_engine, int32_t threads) {
   SimOptions o;
-  if (cluster_engine != "replica" && cluster_engine != "expanded")
+  if (!cluster_engine.empty() && cluster_engine != "replica" && cluster_engine != "expanded")
     throw std::invalid_argument("simulate: --cluster-engine " + cluster_engine + ": expected replica or expanded");
-  o.replica_vector = cluster_engine == "replica";
+  check_cluster_only(cluster, trace_every_rank, cluster_engine);
+  o.replica_vector = cluster_engine != "expanded";
   o.threads = threads;
   o.inputs = inputs;
   const auto kind = parse_platform(platform);

@@ -152,6 +152,23 @@ StragglerModel trial_straggler(const CompiledPlan& plan, const TrialSetup& setup
 // StragglerModel::delay_ms reads the trial index only in its distribution's draw.
 bool draws_differ(const TrialSetup& setup) { return setup.straggler.distribution != DelayDistribution::NONE; }
 
+[[noreturn]] void throw_step_overflow(ReducePolicy policy, double step_ms, const SimCostModel& model) {
+  // A straggler tail larger than every cost figure made it (delay_ms: 1.0e308): name the tail.
+  const std::vector<StragglerTail>& tails = model.straggler().spec().tails;
+  const auto tail = std::max_element(tails.begin(), tails.end(),
+                                     [](const StragglerTail& a, const StragglerTail& b) { return a.delay_ms < b.delay_ms; });
+  if (tail != tails.end() && tail->delay_ms > model.largest_figure().ms)
+    throw std::invalid_argument(fmt::format("simulate: {} step time is {} ms: the delays add up beyond a double (the "
+                                            "largest: straggler.tails[{}].delay_ms = {} ms); expected delays whose step "
+                                            "stays finite",
+                                            to_string(policy), step_ms, tail - tails.begin(), tail->delay_ms));
+  const LargestFigure& big = model.largest_figure();
+  throw CostOverflow(fmt::format("simulate: {} step time is {} ms: the cost section's times add up beyond a double "
+                                 "(the largest: {} = {} ms, from {} = {}); expected costs whose step stays finite",
+                                 to_string(policy), step_ms, big.what, big.ms, big.key, big.value),
+                     big.key.empty() ? std::vector<std::string>{} : std::vector<std::string>{big.key});
+}
+
 EngineResult run_trial(const CompiledPlan& plan, SimCostModel& model, PlatformKind platform, double* wall_ms,
                        TrialEngine how) {
   if (platform == PlatformKind::STRICT)
@@ -172,22 +189,7 @@ EngineResult run_trial(const CompiledPlan& plan, SimCostModel& model, PlatformKi
   if (!run.completed)
     throw std::invalid_argument(fmt::format("simulate: {} step did not complete:\n{}", to_string(policy), format_deadlock(s, run)));
   // Each duration is finite (the engine checks), but their sum can still overflow a double.
-  if (!std::isfinite(run.makespan_ms)) {
-    // A straggler tail larger than every cost figure made it (delay_ms: 1.0e308): name the tail.
-    const std::vector<StragglerTail>& tails = model.straggler().spec().tails;
-    const auto tail = std::max_element(tails.begin(), tails.end(),
-                                       [](const StragglerTail& a, const StragglerTail& b) { return a.delay_ms < b.delay_ms; });
-    if (tail != tails.end() && tail->delay_ms > model.largest_figure().ms)
-      throw std::invalid_argument(fmt::format("simulate: {} step time is {} ms: the delays add up beyond a double (the "
-                                              "largest: straggler.tails[{}].delay_ms = {} ms); expected delays whose step "
-                                              "stays finite",
-                                              to_string(policy), run.makespan_ms, tail - tails.begin(), tail->delay_ms));
-    const LargestFigure& big = model.largest_figure();
-    throw CostOverflow(fmt::format("simulate: {} step time is {} ms: the cost section's times add up beyond a double "
-                                   "(the largest: {} = {} ms, from {} = {}); expected costs whose step stays finite",
-                                   to_string(policy), run.makespan_ms, big.what, big.ms, big.key, big.value),
-                       big.key.empty() ? std::vector<std::string>{} : std::vector<std::string>{big.key});
-  }
+  if (!std::isfinite(run.makespan_ms)) throw_step_overflow(policy, run.makespan_ms, model);
   return run;
 }
 

@@ -31,8 +31,9 @@ void read_paths(const std::vector<std::string>& paths, TraceSet& set, unsigned t
 // The first of `paths` that names a file (or directory) an earlier path already names, or nullopt;
 // spelt "LATER (the same file as EARLIER)" when the two spellings differ, so that "… is given
 // twice" names both. Paths compare by file identity (device and inode: `./a`, `a` and a link to
-// a are one file); a path that does not exist compares by its weakly canonical spelling (its
-// reader then says it is missing). whatif and tune --from-trace use it for "given twice"
+// a are one file); a path that does not exist compares by the weakly canonical spelling of what
+// it names (through dangling symbolic links: the file a write would create; its reader then says
+// it is missing). whatif and tune --from-trace use it for "given twice"
 // (docs/whatif.md "Input").
 std::optional<std::string> repeated_path(const std::vector<std::string>& paths);
 // The first of `inputs` that is the same file as `out` (device and inode), or nullopt (also when
@@ -41,7 +42,7 @@ std::optional<std::string> repeated_path(const std::vector<std::string>& paths);
 std::optional<std::string> input_named_by(const std::string& out, const std::vector<std::string>& inputs);
 // The first two of the files a command will write, `outs` (what names it: "--svg", "trace", and its
 // path), that are one file (compared as repeated_path compares), worded "A PATH and B PATH2 are the
-// same file", or nullopt. Every "two outputs must differ" check uses it (simulate's outputs, whatif's
+// same file" ("svg=PATH" where the name ends in '=', a Python keyword), or nullopt. Every "two outputs must differ" check uses it (simulate's outputs, whatif's
 // CLI and Python outputs), beside input_named_by: one would silently overwrite the other.
 std::optional<std::string> same_output(const std::vector<std::pair<std::string, std::string>>& outs);
 

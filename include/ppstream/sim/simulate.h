@@ -114,13 +114,20 @@ std::string report_table(const SimReport& report);
 // (parse_platform). Writes trace/SVG when paths are non-empty; throws WriteError if it cannot, and
 // std::invalid_argument (before the run) if one is among `inputs` (SimOptions::inputs).
 // trace_every_rank: SimOptions::trace_every_rank (Python's trace_every_rank=); cluster_engine:
-// "replica" | "expanded" (SimOptions::replica_vector); threads: SimOptions::threads.
+// "replica" | "expanded" (SimOptions::replica_vector) or "" (not given: replica); threads:
+// SimOptions::threads. trace_every_rank or a cluster_engine without `cluster`: check_cluster_only.
 std::string simulate_json(const PipelineConfig& cfg, const std::string& reduce_grad = "", bool cluster = false,
                           int32_t trials = 1, std::optional<uint64_t> seed = std::nullopt,
                           const std::string& trace_path = "", const std::string& svg_path = "",
                           const std::string& platform = "ascend-mindspore", const std::vector<std::string>& inputs = {},
-                          bool trace_every_rank = false, const std::string& cluster_engine = "replica",
+                          bool trace_every_rank = false, const std::string& cluster_engine = "",
                           int32_t threads = 0);
+
+// The options that mean something in cluster mode only, given without it (the CLI's --cluster-engine
+// and --trace-every-rank, Python's cluster_engine= and trace_every_rank=): std::invalid_argument
+// naming the option ("simulate --cluster-engine expanded: only with --cluster"), not an option
+// silently ignored. `cluster_engine` empty: not given.
+void check_cluster_only(bool cluster, bool trace_every_rank, const std::string& cluster_engine);
 
 // "inline" → {INLINE}, "async" → {ASYNC}, "both" → {INLINE, ASYNC}; throws std::invalid_argument.
 std::vector<ReducePolicy> parse_policies(const std::string& text);

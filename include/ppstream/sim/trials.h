@@ -105,6 +105,13 @@ bool draws_differ(const TrialSetup& setup);
 EngineResult run_trial(const CompiledPlan& plan, SimCostModel& model, PlatformKind platform,
                        double* wall_ms = nullptr, TrialEngine how = TrialEngine::TAPE);
 
+// The error of a step time `step_ms` that is not finite (a sum of finite durations past a double)
+// under `model`: std::invalid_argument naming the straggler tail when one exceeds every cost figure,
+// else CostOverflow naming the largest cost figure and its key. The words depend on the policy, the
+// cost and straggler sections and the world only, not on the trial or the rank: run_trial and the
+// replica vector (simulate --cluster) throw the same text.
+[[noreturn]] void throw_step_overflow(ReducePolicy policy, double step_ms, const SimCostModel& model);
+
 // How the runners run each trial of `setup`: TAPE (the plan records its tape once and replays it)
 // when the draws differ or links are shared, else ENGINE: one draw for every trial on dedicated
 // links is one engine run, and a tape recorded then would never be replayed.

@@ -104,6 +104,17 @@ const std::vector<std::string> kTimerEvents = {
     R"("name": "an instant", "ph": "i", "pid": 0, "tid": 3, "ts": 5, "args": {"mb_id": 16, "note": 9})",
 };
 
+// The TraceError's text `read` throws, or "(no error)" (which no expected text contains).
+template <class Read>
+std::string trace_error(Read&& read) {
+  try {
+    read();
+  } catch (const TraceError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 std::string timer_trace(const std::vector<std::string>& members, bool full_parse) {
   std::string t = "[";
   for (size_t i = 0; i < members.size(); ++i) {
@@ -293,13 +304,9 @@ TEST(MegatronReader, AKeyGivenTwiceInOneEventIsLocated) {
       dir / "kineto.json",
       R"({"distributedInfo": {"rank": 0}, "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "dur": 3, "args": {"stream": 7, "device": 0}}]})");
   TraceSet set;
-  try {
-    read_chrome_trace(kineto, set);
-    ADD_FAILURE() << "analyze read the kernel";
-  } catch (const TraceError& e) {
-    EXPECT_NE(std::string(e.what()).find(kineto + ": byte 49: event #0: key \"dur\" given twice in one event (again at byte 130)"),
-              std::string::npos) << e.what();
-  }
+  const std::string twice = trace_error([&] { read_chrome_trace(kineto, set); });
+  EXPECT_NE(twice.find(kineto + ": byte 49: event #0: key \"dur\" given twice in one event (again at byte 130)"),
+            std::string::npos) << twice;
   // Keys the reader does not read may repeat (they change no figure), and the flat path still
   // reads a spelling of one slot once.
   EXPECT_EQ(timer_error("k_other", {base + R"(, "id": 1, "id": 2)"})[0], "");
@@ -429,13 +436,9 @@ TEST(MegatronReader, RangeErrorsNameTheFieldAndABomIsSkipped) {
   EXPECT_FALSE(set.ranks.empty());
   const auto broken = testing::write_file(dir / "broken.json", "\xEF\xBB" + good);
   TimerTrace u;
-  try {
-    read_timer_trace(broken, u);
-    ADD_FAILURE() << "read a broken byte-order mark";
-  } catch (const TraceError& e) {
-    EXPECT_NE(std::string(e.what()).find(broken + ": byte 2: a byte that is neither JSON nor part of a UTF-8 byte-order mark"),
-              std::string::npos) << e.what();
-  }
+  const std::string msg = trace_error([&] { read_timer_trace(broken, u); });
+  EXPECT_NE(msg.find(broken + ": byte 2: a byte that is neither JSON nor part of a UTF-8 byte-order mark"),
+            std::string::npos) << msg;
 }
 
 // A second "traceEvents" would hold every op twice (breaker3: read twice, the lifting then said
@@ -445,13 +448,9 @@ TEST(MegatronReader, TopLevelKeyGivenTwiceIsRefused) {
   const std::string events = timer_trace(std::vector<std::string>(kTimerEvents.begin(), kTimerEvents.begin() + 5), false);
   const auto path = testing::write_file(dir / "t.json", R"({"traceEvents": )" + events + R"(, "traceEvents": )" + events + "}");
   TimerTrace t;
-  try {
-    read_timer_trace(path, t);
-    ADD_FAILURE() << "read " << t.ops.size() << " ops";
-  } catch (const TraceError& e) {
-    EXPECT_NE(std::string(e.what()).find(path + ": byte "), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("top-level key \"traceEvents\" given twice"), std::string::npos) << e.what();
-  }
+  const std::string msg = trace_error([&] { read_timer_trace(path, t); });
+  EXPECT_NE(msg.find(path + ": byte "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("top-level key \"traceEvents\" given twice"), std::string::npos) << msg;
 }
 
 // "No timer op among N events" counts every event of the file, those the scanner drops by their
@@ -463,12 +462,8 @@ TEST(MegatronReader, NoTimerOpCountsEveryEvent) {
     t += fmt::format(R"(,{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 0, "tid": 3, "ts": {}, "dur": 1}})", i);
   const auto path = testing::write_file(dir / "t.json", t + "]");
   TimerTrace tt;
-  try {
-    read_timer_trace(path, tt);
-    ADD_FAILURE() << "no error";
-  } catch (const TraceError& e) {
-    EXPECT_NE(std::string(e.what()).find(path + ": no Megatron timer op among 147 events"), std::string::npos) << e.what();
-  }
+  const std::string msg = trace_error([&] { read_timer_trace(path, tt); });
+  EXPECT_NE(msg.find(path + ": no Megatron timer op among 147 events"), std::string::npos) << msg;
 }
 
 }  // namespace

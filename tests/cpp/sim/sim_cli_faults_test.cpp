@@ -123,6 +123,13 @@ TEST(SimCliFaults, AnInfiniteStepFromATailNamesTheTail) {
     EXPECT_EQ(r.rc, 2) << cluster << "\n" << r.out;
     EXPECT_TRUE(has(r.out, "straggler.tails[1].delay_ms") && !has(r.out, "backward_ms_per_layer")) << cluster << "\n" << r.out;
   }
+  // The replica vector words it itself (the words name no rank or trial): no second run of the
+  // whole world by the expanded engine, which the note would announce; the same text.
+  const auto expanded = run_ppstream("simulate " + path + " --cluster --cluster-engine expanded --quiet --trials 3 2>&1");
+  const auto vector = run_ppstream("simulate " + path + " --cluster --cluster-engine replica --quiet --trials 3 2>&1");
+  EXPECT_EQ(vector.rc, 2) << vector.out;
+  EXPECT_FALSE(has(vector.out, "expanded engine ran")) << vector.out;
+  EXPECT_EQ(vector.out, expanded.out);
 }
 
 TEST(SimCliFaults, ClusterOnlyOptionsWithoutClusterAreRefused) {
