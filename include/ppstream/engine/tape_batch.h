@@ -26,9 +26,11 @@
 // A TapeBatch belongs to its tape's program set (it keeps no pointer to the tape).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "ppstream/engine/tape.h"
@@ -37,7 +39,7 @@ namespace ppstream {
 
 class TapeBatch {
  public:
-  static constexpr int32_t kMaxLanes = 8;
+  static constexpr int32_t kMaxLanes = 32;
 
   // `zero` (optional): the entries whose cost term is 0 under every cost model the batch will
   // replay (a term the caller's models never set); they are replayed without their addition,
@@ -88,6 +90,10 @@ class TapeBatch {
   static constexpr size_t kPrefetch = 32;
   template <int W>
   void run(const Segment& seg, const double* fixed, const double* arrival, double* v, double* makespan) const;
+  using RunFn = void (TapeBatch::*)(const Segment&, const double*, const double*, double*, double*) const;
+  template <size_t... I>
+  static constexpr auto runs(std::index_sequence<I...>) -> std::array<RunFn, sizeof...(I)>;
+  static const std::array<RunFn, kMaxLanes> kRuns;  // run<1> .. run<kMaxLanes>
 
   std::vector<Segment> segments_;
   std::vector<Entry> entries_;
