@@ -197,12 +197,14 @@ struct Analysis {
     double dur(int32_t k, int64_t j) const { return m.dur[static_cast<size_t>(k * m.rows + j)]; }
     double transfer(int32_t k, int64_t j) const { return m.transfer[static_cast<size_t>(k * m.rows + j)]; }
     double delay(int32_t k, int64_t j) const { return delays ? m.delay[static_cast<size_t>(k * m.rows + j)] : 0.0; }
+    bool no_delays() const { return !delays; }  // engine_eval.h has_no_delays
   };
   struct IdealCost {
     const Ideal& id;
     double dur(int32_t k, int64_t) const { return id.dur[static_cast<size_t>(k)]; }
     double transfer(int32_t k, int64_t) const { return id.transfer[static_cast<size_t>(k)]; }
     double delay(int32_t, int64_t) const { return 0.0; }
+    bool no_delays() const { return true; }
   };
   // Measured where `keep(k, row)`, ideal elsewhere; no launch delays. `row_of(j)` maps a local
   // row to a trace row (-1: an ideal row).
@@ -221,6 +223,7 @@ struct Analysis {
       return r >= 0 && keep(k, r) ? m.transfer[static_cast<size_t>(k * m.rows + r)] : id.transfer[static_cast<size_t>(k)];
     }
     double delay(int32_t, int64_t) const { return 0.0; }
+    bool no_delays() const { return true; }
   };
   template <class Keep, class RowOf>
   MixedCost<Keep, RowOf> mixed(Keep keep, RowOf row_of) const {
@@ -393,7 +396,10 @@ WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOp
       attribute(sim, ideal, job, std::to_string(p), res.by_stage, res.by_stage_per_step);
     }
     for (const std::string& l : labels) {
-      const auto sim = a.run_full([&](int32_t k, int64_t) { return label_of(job.ops[static_cast<size_t>(k)].type) == l; });
+      // The label's ops as a table: the evaluation asks keep() for every cost term of every step.
+      std::vector<char> of_label(job.ops.size());
+      for (size_t k = 0; k < job.ops.size(); ++k) of_label[k] = label_of(job.ops[k].type) == l ? 1 : 0;
+      const auto sim = a.run_full([&](int32_t k, int64_t) { return of_label[static_cast<size_t>(k)] != 0; });
       attribute(sim, ideal, job, l, res.by_op_type, res.by_op_type_per_step);
     }
     // Worker scores and M_W: idealize the top 3 % of workers (at least one).
