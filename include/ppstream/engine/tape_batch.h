@@ -14,8 +14,11 @@
 // With `compact` the batch renumbers the tape's slots by liveness (a slot freed after its last
 // read is the next written slot), so a batch holds the largest number of values live at once,
 // not tape.slots() (on the what-if MID world 79,745 of 358,497 before the copies below), and
-// the makespan is the max of each instruction's end as it is written; an entry of one operand
-// and no term is a copy, not replayed: its readers read its operand's value. Without `compact`
+// the makespan is the max of each instruction's end as it is written; an operand whose value is
+// +0.0 in every replay (an entry of no operand and no term, or a copy of one: a zero entry, not
+// replayed) is dropped from its reader's max (max(+0.0, x) is x for the tape's values, finite
+// and >= +0.0); an entry then of one operand and no term is a copy, not replayed: its readers
+// read its operand's value. Without `compact`
 // every entry is replayed into the tape's own slots (slot 4g + 3 is global instruction g's
 // end), which the tests read lane by lane.
 //
@@ -52,13 +55,15 @@ class TapeBatch {
   explicit TapeBatch(const Tape& tape, bool compact = true, const ZeroTerm& zero = {}, int64_t chunk_terms = kChunkTerms);
 
   int32_t slots() const { return slots_; }  // values per lane a replay holds
+  int64_t entries() const { return static_cast<int64_t>(entries_.size()); }  // entries a replay evaluates
   int64_t fixed_terms() const { return fixed_terms_; }
   int64_t arrival_terms() const { return arrival_terms_; }
   size_t bytes() const;  // the batch's own memory (not the replay buffer)
 
   // The source of a replay's cost terms: writes terms [first, first + count) of the fixed
   // (`arrival` false) or the arrival terms (tape_costs order) of every lane to
-  // out[(t - first) · lanes + l]; false when one is not finite (the replay stops).
+  // out[(t - first) · lanes + l]; false when one is not finite or is negative (the replay
+  // stops; the engine refuses such a cost, and the folding above needs every value >= +0.0).
   using TermSource = std::function<bool(bool arrival, int64_t first, int64_t count, int32_t lanes, double* out)>;
 
   // Replays `lanes` (1..kMaxLanes) cost vectors: asks `terms` for them a chunk at a time (at
