@@ -38,6 +38,13 @@ template <class RowOf>
 View<RowOf> view(const Job& job, const std::vector<double>& mean, RowOf row_of) {
   return {job, mean, row_of};
 }
+// The same without launch delays, saying so (engine_eval.h has_no_delays): steps_ms replays it
+// by the batch that has the delay terms as zero terms.
+template <class RowOf>
+struct NoDelayView : View<RowOf> {
+  double delay(int32_t, int64_t) const { return 0.0; }
+  bool no_delays() const { return true; }
+};
 
 class ReducedWorld : public ::testing::TestWithParam<const char*> {};
 
@@ -121,6 +128,47 @@ TEST_P(ReducedWorld, TapeReplaysEqualFreshEngineRuns) {
               << "DP rank " << d << ", step " << s << ", program " << p << ", instruction " << i;
         }
       }
+    }
+  }
+}
+
+// A view without delays (has_no_delays) is replayed by the batch without the delay terms, and
+// a view with them by the one with them, on the same world: each step bit-equal to a fresh
+// engine run with that view's costs, whichever batch ran first.
+TEST_P(ReducedWorld, NoDelayBatchEqualsFreshEngineRuns) {
+  analyze::TimerTrace t;
+  analyze::read_timer_trace(data(GetParam()), t);
+  int32_t first = t.ops.front().step;
+  for (const auto& op : t.ops) first = std::min(first, op.step);
+  const Job job = build_job(t, std::pair{first, first + 1});
+  std::vector<std::string> notes;
+  const Graph g = lift_graph(job, notes);
+  const EngineWorlds w = lift_worlds(job, g, notes, "test", false);
+  std::vector<double> mean(job.ops.size(), 0.0);
+  const int32_t dp = job.dp;
+  const auto steps = static_cast<int32_t>(job.steps.size());
+  for (int32_t d = 0; d < dp; ++d) {
+    const auto row_of = [dp, d](int64_t j) { return j % dp == d ? j : int64_t{-1}; };
+    const auto v = view(job, mean, row_of);
+    const NoDelayView<decltype(row_of)> nd{{job, mean, row_of}};
+    EXPECT_FALSE(has_no_delays(v));
+    EXPECT_TRUE(has_no_delays(nd));
+    EXPECT_TRUE(has_no_delays(NonNegative<decltype(nd)>{nd}));
+    // d even: the no-delay batch first; odd: the other first.
+    std::vector<double> with, without;
+    if (d % 2 == 0) without = w.full->steps_ms(nd, steps);
+    with = w.full->steps_ms(v, steps);
+    if (d % 2 == 1) without = w.full->steps_ms(nd, steps);
+    for (int32_t s = 0; s < steps; ++s) {
+      const NonNegative<decltype(nd)> clamped{nd};
+      const GraphCostModel<NonNegative<decltype(nd)>> cost(w.full->gp, clamped, s);
+      const EngineResult fresh = engine::run_checked(w.full->topo, {PlatformKind::STRICT_TIMED, &cost});
+      ASSERT_TRUE(fresh.completed);
+      EXPECT_EQ(without[static_cast<size_t>(s)], fresh.makespan_ms) << "no delays: DP rank " << d << ", step " << s;
+      const NonNegative<decltype(v)> clamped_v{v};
+      const GraphCostModel<NonNegative<decltype(v)>> cost_v(w.full->gp, clamped_v, s);
+      const EngineResult fresh_v = engine::run_checked(w.full->topo, {PlatformKind::STRICT_TIMED, &cost_v});
+      EXPECT_EQ(with[static_cast<size_t>(s)], fresh_v.makespan_ms) << "delays: DP rank " << d << ", step " << s;
     }
   }
 }
