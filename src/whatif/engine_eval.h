@@ -42,6 +42,11 @@ namespace ppstream::whatif {
 // before its start condition nor end a transfer before its group's last arrival (its cost
 // model's values must be >= 0), where the graph keeps the trace's small negative transfers and
 // delays (docs/whatif.md "Evaluation on the engine", "Negative costs").
+// A view may also have `bool fill_lanes(ViewField f, int32_t k, int64_t j0, int64_t stride,
+// int32_t n, double* out) const`: writes field f of op k on rows j0, j0 + stride, … (n of them)
+// — the same values as view_value on each — and returns true, or returns false (then each row is
+// asked). steps_ms's term source uses it (a lane per step: rows a step's dp apart).
+//
 // Whether a cost view's delay(k, j) is +0.0 for every op and row: a view says so with a member
 // `bool no_delays() const` (a view without one may have delays). EngineWorld::steps_ms then
 // replays the tape without the launch-delay terms (docs/whatif.md "Evaluation on the engine").
@@ -132,9 +137,15 @@ struct EngineWorld {
       batch = std::make_unique<TapeBatch>(*tape_, true, [this, no_delays](const TapeEntry& e) { return zero_term(e, no_delays); });
     const std::vector<Term>& batch_fixed = no_delays ? terms_->no_delay_fixed : terms_->batch_fixed;
     const std::vector<Term>& batch_arrival = no_delays ? terms_->no_delay_arrival : terms_->batch_arrival;
+    // Lanes per pass: up to kMaxLanes while the pass's buffer (live slots × lanes doubles) fits
+    // in kPassBytes (a core's L2: past it the reads of long-live slots miss, docs/whatif.md
+    // "Benchmark"), and at least 8. The figures are the same for any width (each lane is its own).
+    const int32_t per_pass = static_cast<int32_t>(std::clamp<int64_t>(
+        static_cast<int64_t>(kPassBytes / (sizeof(double) * static_cast<size_t>(std::max(batch->slots(), 1)))), 8,
+        TapeBatch::kMaxLanes));
     while (s < steps) {
       const int32_t first = s;
-      const int32_t lanes = std::min(steps - s, TapeBatch::kMaxLanes);
+      const int32_t lanes = std::min(steps - s, per_pass);
       // Term t of lane l: step first + l's value (fill_terms' lookup, lane-minor; the batch's
       // terms are never ZERO).
       const auto source = [&](bool arrival, int64_t from, int64_t count, int32_t w, double* dst) {
@@ -149,6 +160,17 @@ struct EngineWorld {
           }
         };
         for (int64_t t = 0; t < count; ++t, ++m) {
+          if constexpr (requires { clamped.view.fill_lanes(m->field, m->op, int64_t{0}, int64_t{1}, w, dst); }) {
+            // A view that gives a term's lanes at once where it can (one value on every lane).
+            const int64_t row = int64_t{first} * gp.dp + m->row;
+            if (clamped.view.fill_lanes(m->field, m->op, row, int64_t{gp.dp}, w, dst)) {
+              for (int32_t l = 0; l < w; ++l, ++dst) {
+                *dst = std::max(0.0, *dst);  // NonNegative's clamp, as each_lane's
+                finite &= std::isfinite(*dst) && *dst >= 0.0;
+              }
+              continue;
+            }
+          }
           switch (m->field) {
             case ViewField::DUR: each_lane([&](int32_t k, int64_t j) { return clamped.dur(k, j); }); break;
             case ViewField::TRANSFER: each_lane([&](int32_t k, int64_t j) { return clamped.transfer(k, j); }); break;
@@ -165,6 +187,8 @@ struct EngineWorld {
     }
     return out;
   }
+
+  static constexpr size_t kPassBytes = size_t{1} << 20;  // steps_ms: the most a pass's buffer takes, past 8 lanes
 
   // The tape's size (bytes; 0 until the first step_ms recorded it).
   size_t tape_bytes() const { return tape_ ? tape_->bytes() : 0; }

@@ -45,6 +45,16 @@ struct NoDelayView : View<RowOf> {
   double delay(int32_t, int64_t) const { return 0.0; }
   bool no_delays() const { return true; }
 };
+// The same values, an even op's lanes given at once (engine_eval.h fill_lanes): the term source
+// must pass each step's rows (j0, stride) and clamp them as it does the others.
+template <class RowOf>
+struct FillingView : NoDelayView<RowOf> {
+  bool fill_lanes(ViewField f, int32_t k, int64_t j0, int64_t stride, int32_t n, double* out) const {
+    if (k % 2 == 1) return false;
+    for (int32_t l = 0; l < n; ++l) out[l] = view_value(*this, f, k, j0 + l * stride);
+    return true;
+  }
+};
 
 class ReducedWorld : public ::testing::TestWithParam<const char*> {};
 
@@ -159,6 +169,8 @@ TEST_P(ReducedWorld, NoDelayBatchEqualsFreshEngineRuns) {
     if (d % 2 == 0) without = w.full->steps_ms(nd, steps);
     with = w.full->steps_ms(v, steps);
     if (d % 2 == 1) without = w.full->steps_ms(nd, steps);
+    const FillingView<decltype(row_of)> filling{{{job, mean, row_of}}};
+    EXPECT_EQ(w.full->steps_ms(filling, steps), without) << "fill_lanes: DP rank " << d;
     for (int32_t s = 0; s < steps; ++s) {
       const NonNegative<decltype(nd)> clamped{nd};
       const GraphCostModel<NonNegative<decltype(nd)>> cost(w.full->gp, clamped, s);
