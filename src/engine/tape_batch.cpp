@@ -23,29 +23,47 @@ TapeBatch::TapeBatch(const Tape& tape, bool compact, const ZeroTerm& zero, int64
   for (size_t e = 0; e < in.size(); ++e)
     cost[e] = in[e].cost == TapeCost::NONE || (zero && zero(in[e])) ? kNoCost : is_arrival(in[e].cost) ? kArrival : kFixed;
   // Each entry writes one value; writer[slot]: the entry whose value the slot holds now. With
-  // `compact` an entry of one operand and no term is a copy: its value is its operand's
-  // (root[e], the entry that computes it), it is not replayed, and its readers read the root.
+  // `compact`, an operand whose value is +0.0 in every replay (its root is a zero entry, below)
+  // is dropped: every value is a finite double >= +0.0 (terms are >= 0, no slot holds -0.0), and
+  // max(+0.0, x) is x for every such x. An entry left with no operand and no term is a zero
+  // entry: its value is +0.0, it is not replayed and no entry reads it. One left with one
+  // operand and no term is a copy: its value is its operand's (root[e], the entry that computes
+  // it), it is not replayed, and its readers read the root.
   std::vector<int32_t> writer(static_cast<size_t>(tape.slots()), -1);
   std::vector<int32_t> root(in.size());
+  std::vector<uint8_t> zero_value(compact ? in.size() : 0, 0);  // per entry: a zero entry
   std::vector<int32_t> last_read(in.size(), -1);  // per root: the last replayed entry that reads it
+  const auto folded = [&](int32_t r) { return compact && zero_value[static_cast<size_t>(r)] != 0; };
   size_t o = 0;
   for (int32_t e = 0; e < n; ++e) {
     const TapeEntry& te = in[static_cast<size_t>(e)];
-    const bool copy = compact && te.ops == 1 && cost[static_cast<size_t>(e)] == kNoCost;
-    root[static_cast<size_t>(e)] = e;
+    const size_t first = o;
+    int32_t kept = 0, single = -1;
     for (uint16_t k = 0; k < te.ops; ++k, ++o) {
       const int32_t w = writer[static_cast<size_t>(ops[o])];
       if (w < 0) throw std::logic_error("TapeBatch: tape entry " + std::to_string(e) + " reads a slot no entry wrote");
       const int32_t r = root[static_cast<size_t>(w)];
-      if (copy)
-        root[static_cast<size_t>(e)] = r;
-      else
-        last_read[static_cast<size_t>(r)] = e;
+      if (folded(r)) continue;
+      ++kept;
+      single = r;
+    }
+    root[static_cast<size_t>(e)] = e;
+    const bool no_term = cost[static_cast<size_t>(e)] == kNoCost;
+    if (compact && no_term && kept == 0) {
+      zero_value[static_cast<size_t>(e)] = 1;
+    } else if (compact && no_term && kept == 1) {
+      root[static_cast<size_t>(e)] = single;
+    } else {
+      for (size_t q = first; q < o; ++q) {
+        const int32_t r = root[static_cast<size_t>(writer[static_cast<size_t>(ops[q])])];
+        if (!folded(r)) last_read[static_cast<size_t>(r)] = e;
+      }
     }
     writer[static_cast<size_t>(te.dst)] = e;
   }
   // The value an instruction's end slot (4g + 3) holds at the end of the tape is its end time;
-  // its root enters the makespan (a copy's value is its root's: max() takes it once or twice alike).
+  // its root enters the makespan (a copy's value is its root's: max() takes it once or twice
+  // alike; a zero entry's +0.0 is the makespan's start).
   std::vector<uint8_t> end(in.size(), 0);
   for (int64_t g = 0; g < tape.instructions(); ++g)
     if (const int32_t w = writer[static_cast<size_t>(4 * g + 3)]; w >= 0) end[static_cast<size_t>(root[static_cast<size_t>(w)])] = 1;
@@ -70,18 +88,22 @@ TapeBatch::TapeBatch(const Tape& tape, bool compact, const ZeroTerm& zero, int64
                        ops.begin() + static_cast<std::ptrdiff_t>(o));
       continue;
     }
-    if (root[static_cast<size_t>(e)] != e) {  // a copy: not replayed, its readers read its root
-      writer[static_cast<size_t>(te.dst)] = e;
+    if (root[static_cast<size_t>(e)] != e || zero_value[static_cast<size_t>(e)]) {
+      writer[static_cast<size_t>(te.dst)] = e;  // a copy (its readers read its root) or a zero entry: not replayed
       continue;
     }
-    Entry out{0, te.ops, c, end[static_cast<size_t>(e)]};
-    for (size_t q = first; q < o; ++q)
-      operands_.push_back(phys[static_cast<size_t>(root[static_cast<size_t>(writer[static_cast<size_t>(ops[q])])])]);
+    Entry out{0, 0, c, end[static_cast<size_t>(e)]};
+    for (size_t q = first; q < o; ++q) {
+      const int32_t r = root[static_cast<size_t>(writer[static_cast<size_t>(ops[q])])];
+      if (folded(r)) continue;
+      operands_.push_back(phys[static_cast<size_t>(r)]);
+      ++out.ops;
+    }
     // Roots read for the last time here free their slots (once, whatever the repeats), which
     // this entry's own value may take: a lane reads all its operands before it writes.
     for (size_t q = first; q < o; ++q) {
       const int32_t r = root[static_cast<size_t>(writer[static_cast<size_t>(ops[q])])];
-      if (last_read[static_cast<size_t>(r)] != e) continue;
+      if (folded(r) || last_read[static_cast<size_t>(r)] != e) continue;
       last_read[static_cast<size_t>(r)] = -2;
       free_slots.push_back(phys[static_cast<size_t>(r)]);
     }
@@ -138,7 +160,8 @@ void TapeBatch::run(const Segment& seg, const double* fixed, const double* arriv
     const Entry& e = *it;
     const size_t ahead = static_cast<size_t>(op - operands) + kPrefetch;
     for (size_t q = ahead; q < std::min(ahead + e.ops, n_operands); ++q)
-      __builtin_prefetch(v + static_cast<size_t>(operands[q]) * W);
+      for (size_t b = 0; b < W * sizeof(double); b += 64)  // every cache line of the slot's W lanes
+        __builtin_prefetch(reinterpret_cast<const char*>(v + static_cast<size_t>(operands[q]) * W) + b);
     // One lane's arithmetic is replay_tape's: max over the operands in order, then one addition.
     double t[W];
     if (e.ops > 0) {
@@ -166,6 +189,14 @@ void TapeBatch::run(const Segment& seg, const double* fixed, const double* arriv
   for (int l = 0; l < W; ++l) makespan[l] = ms[l];
 }
 
+// run<1> .. run<kMaxLanes>, by lane count - 1.
+template <size_t... I>
+constexpr auto TapeBatch::runs(std::index_sequence<I...>) -> std::array<RunFn, sizeof...(I)> {
+  return {&TapeBatch::run<static_cast<int>(I) + 1>...};
+}
+const std::array<TapeBatch::RunFn, TapeBatch::kMaxLanes> TapeBatch::kRuns =
+    TapeBatch::runs(std::make_index_sequence<TapeBatch::kMaxLanes>());
+
 bool TapeBatch::replay(int32_t lanes, const TermSource& terms, std::vector<double>& buffer, std::vector<double>& chunk,
                        double* makespan) const {
   if (lanes < 1 || lanes > kMaxLanes)
@@ -183,17 +214,7 @@ bool TapeBatch::replay(int32_t lanes, const TermSource& terms, std::vector<doubl
     if (seg.arrival_end > seg.arrival_begin &&
         !terms(true, seg.arrival_begin, seg.arrival_end - seg.arrival_begin, lanes, arrival))
       return false;
-    double* v = buffer.data();
-    switch (lanes) {
-      case 1: run<1>(seg, fixed, arrival, v, ms.data()); break;
-      case 2: run<2>(seg, fixed, arrival, v, ms.data()); break;
-      case 3: run<3>(seg, fixed, arrival, v, ms.data()); break;
-      case 4: run<4>(seg, fixed, arrival, v, ms.data()); break;
-      case 5: run<5>(seg, fixed, arrival, v, ms.data()); break;
-      case 6: run<6>(seg, fixed, arrival, v, ms.data()); break;
-      case 7: run<7>(seg, fixed, arrival, v, ms.data()); break;
-      default: run<8>(seg, fixed, arrival, v, ms.data()); break;
-    }
+    (this->*kRuns[w - 1])(seg, fixed, arrival, buffer.data(), ms.data());
   }
   std::copy(ms.begin(), ms.end(), makespan);
   return true;

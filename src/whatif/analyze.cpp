@@ -197,12 +197,14 @@ struct Analysis {
     double dur(int32_t k, int64_t j) const { return m.dur[static_cast<size_t>(k * m.rows + j)]; }
     double transfer(int32_t k, int64_t j) const { return m.transfer[static_cast<size_t>(k * m.rows + j)]; }
     double delay(int32_t k, int64_t j) const { return delays ? m.delay[static_cast<size_t>(k * m.rows + j)] : 0.0; }
+    bool no_delays() const { return !delays; }  // engine_eval.h has_no_delays
   };
   struct IdealCost {
     const Ideal& id;
     double dur(int32_t k, int64_t) const { return id.dur[static_cast<size_t>(k)]; }
     double transfer(int32_t k, int64_t) const { return id.transfer[static_cast<size_t>(k)]; }
     double delay(int32_t, int64_t) const { return 0.0; }
+    bool no_delays() const { return true; }
   };
   // Measured where `keep(k, row)`, ideal elsewhere; no launch delays. `row_of(j)` maps a local
   // row to a trace row (-1: an ideal row).
@@ -221,10 +223,49 @@ struct Analysis {
       return r >= 0 && keep(k, r) ? m.transfer[static_cast<size_t>(k * m.rows + r)] : id.transfer[static_cast<size_t>(k)];
     }
     double delay(int32_t, int64_t) const { return 0.0; }
+    bool no_delays() const { return true; }
   };
   template <class Keep, class RowOf>
   MixedCost<Keep, RowOf> mixed(Keep keep, RowOf row_of) const {
     return {m, ideal, keep, row_of};
+  }
+
+  // Measured where mask[op], ideal elsewhere, on every row of the full world; no launch delays.
+  // The same values as mixed() with keep(k, r) = mask[k], and a term of an ideal op the same on
+  // every lane: fill_lanes gives those to the engine's term source at once (engine_eval.h).
+  struct OpMaskCost {
+    const Measured& m;
+    const Ideal& id;
+    const std::vector<char>& mask;
+    double dur(int32_t k, int64_t j) const {
+      return mask[static_cast<size_t>(k)] ? m.dur[static_cast<size_t>(k * m.rows + j)] : id.dur[static_cast<size_t>(k)];
+    }
+    double transfer(int32_t k, int64_t j) const {
+      return mask[static_cast<size_t>(k)] ? m.transfer[static_cast<size_t>(k * m.rows + j)] : id.transfer[static_cast<size_t>(k)];
+    }
+    double delay(int32_t, int64_t) const { return 0.0; }
+    bool no_delays() const { return true; }
+    // Lanes j0, j0 + stride, … (n) of field f of op k, when they are one value: an ideal op's.
+    bool fill_lanes(ViewField f, int32_t k, int64_t, int64_t, int32_t n, double* out) const {
+      double x = 0.0;
+      if (f == ViewField::DUR || f == ViewField::TRANSFER) {
+        if (mask[static_cast<size_t>(k)]) return false;
+        x = f == ViewField::DUR ? id.dur[static_cast<size_t>(k)] : id.transfer[static_cast<size_t>(k)];
+      }
+      std::fill(out, out + n, x);
+      return true;
+    }
+  };
+  std::vector<double> run_ops(const std::vector<char>& mask) {
+    auto out = eval(g, worlds, OpMaskCost{m, ideal, mask}, steps(), job.dp);
+    tick();
+    return out;
+  }
+  // The ops of `pred(op)` as a mask.
+  std::vector<char> ops_where(auto pred) const {
+    std::vector<char> mask(job.ops.size());
+    for (size_t k = 0; k < job.ops.size(); ++k) mask[k] = pred(job.ops[k]) ? 1 : 0;
+    return mask;
   }
 
   std::vector<double> run_full(auto keep) {
@@ -354,8 +395,8 @@ WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOp
   // M_S: idealize the last stage.
   {
     const int32_t last = job.pp - 1;
-    const auto rem = a.run_full([&](int32_t k, int64_t) { return job.ops[static_cast<size_t>(k)].stage != last; });
-    const auto add = a.run_full([&](int32_t k, int64_t) { return job.ops[static_cast<size_t>(k)].stage == last; });
+    const auto rem = a.run_ops(a.ops_where([&](const TemplateOp& op) { return op.stage != last; }));
+    const auto add = a.run_ops(a.ops_where([&](const TemplateOp& op) { return op.stage == last; }));
     res.m_s = (tori - mean(rem)) / (tori - tideal);
     res.m_s_add = (mean(add) - tideal) / (tori - tideal);
   }
@@ -389,11 +430,11 @@ WhatIfResult analyze_job(Job job, std::vector<std::string> notes, const WhatIfOp
       attribute(sim, ideal, job, std::to_string(d), res.by_dp_rank, res.by_dp_rank_per_step);
     }
     for (int32_t p = 0; p < job.pp; ++p) {
-      const auto sim = a.run_full([&](int32_t k, int64_t) { return job.ops[static_cast<size_t>(k)].stage == p; });
+      const auto sim = a.run_ops(a.ops_where([&](const TemplateOp& op) { return op.stage == p; }));
       attribute(sim, ideal, job, std::to_string(p), res.by_stage, res.by_stage_per_step);
     }
     for (const std::string& l : labels) {
-      const auto sim = a.run_full([&](int32_t k, int64_t) { return label_of(job.ops[static_cast<size_t>(k)].type) == l; });
+      const auto sim = a.run_ops(a.ops_where([&](const TemplateOp& op) { return label_of(op.type) == l; }));
       attribute(sim, ideal, job, l, res.by_op_type, res.by_op_type_per_step);
     }
     // Worker scores and M_W: idealize the top 3 % of workers (at least one).

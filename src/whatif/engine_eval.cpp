@@ -28,12 +28,14 @@ EngineWorld::TermTable EngineWorld::term_table(const Tape& tape) const {
     const bool arrival = e.cost == TapeCost::ARRIVAL || e.cost == TapeCost::ARRIVAL_OR_EXTERNAL;
     (arrival ? t.arrival : t.fixed).push_back(m);
     if (m.field != ViewField::ZERO) (arrival ? t.batch_arrival : t.batch_fixed).push_back(m);
+    if (m.field != ViewField::ZERO && m.field != ViewField::DELAY) (arrival ? t.no_delay_arrival : t.no_delay_fixed).push_back(m);
   }
   return t;
 }
 
-bool EngineWorld::zero_term(const TapeEntry& e) const {
-  return view_field(e.cost, gp, gp.op_of[static_cast<size_t>(e.prog)][static_cast<size_t>(e.index)]) == ViewField::ZERO;
+bool EngineWorld::zero_term(const TapeEntry& e, bool no_delays) const {
+  const ViewField f = view_field(e.cost, gp, gp.op_of[static_cast<size_t>(e.prog)][static_cast<size_t>(e.index)]);
+  return f == ViewField::ZERO || (no_delays && f == ViewField::DELAY);
 }
 
 void EngineWorld::require_verified(const VerifyOptions& opts, const std::string& what) {

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -41,12 +42,29 @@ namespace ppstream::whatif {
 // before its start condition nor end a transfer before its group's last arrival (its cost
 // model's values must be >= 0), where the graph keeps the trace's small negative transfers and
 // delays (docs/whatif.md "Evaluation on the engine", "Negative costs").
+// A view may also have `bool fill_lanes(ViewField f, int32_t k, int64_t j0, int64_t stride,
+// int32_t n, double* out) const`: writes field f of op k on rows j0, j0 + stride, … (n of them)
+// — the same values as view_value on each — and returns true, or returns false (then each row is
+// asked). steps_ms's term source uses it (a lane per step: rows a step's dp apart).
+//
+// Whether a cost view's delay(k, j) is +0.0 for every op and row: a view says so with a member
+// `bool no_delays() const` (a view without one may have delays). EngineWorld::steps_ms then
+// replays the tape without the launch-delay terms (docs/whatif.md "Evaluation on the engine").
+template <class View>
+bool has_no_delays(const View& view) {
+  if constexpr (requires { { view.no_delays() } -> std::convertible_to<bool>; })
+    return view.no_delays();
+  else
+    return false;
+}
+
 template <class View>
 struct NonNegative {
   const View& view;
   double dur(int32_t k, int64_t j) const { return std::max(0.0, view.dur(k, j)); }
   double transfer(int32_t k, int64_t j) const { return std::max(0.0, view.transfer(k, j)); }
   double delay(int32_t k, int64_t j) const { return std::max(0.0, view.delay(k, j)); }
+  bool no_delays() const { return has_no_delays(view); }
 };
 
 // A lifted world: its programs and their engine topology, built once and shared by the verifier
@@ -101,7 +119,10 @@ struct EngineWorld {
   // The step times of steps 0 .. steps - 1 under `view`, each bit-equal to step_ms(view, s):
   // after the recording run (the first call's step 0), the steps are replayed kMaxLanes at a
   // time by one batched pass over the tape (engine/tape_batch.h), one step per lane. `keep`:
-  // step 0's full result (step_ms's), the others give the makespan only.
+  // step 0's full result (step_ms's), the others give the makespan only. A view with no delays
+  // (has_no_delays) is replayed by a second batch that has the launch-delay terms as zero terms
+  // too: each is +0.0 in that view, so skipping its addition is exact (tape_batch.h), and a
+  // lifted op's start (its ready time plus the delay) becomes a copy the batch does not replay.
   template <class View>
   std::vector<double> steps_ms(const View& view, int32_t steps, EngineResult* keep = nullptr) const {
     std::vector<double> out(static_cast<size_t>(std::max(steps, 0)));
@@ -109,25 +130,47 @@ struct EngineWorld {
     if (steps > 0 && (!tape_ || keep)) out[0] = step_ms(view, s++, keep);
     if (s >= steps) return out;
     if (!terms_) terms_ = std::make_unique<TermTable>(term_table(*tape_));
-    if (!batch_) batch_ = std::make_unique<TapeBatch>(*tape_, true, [this](const TapeEntry& e) { return zero_term(e); });
     const NonNegative<View> clamped{view};
+    const bool no_delays = has_no_delays(clamped);
+    std::unique_ptr<TapeBatch>& batch = no_delays ? batch_no_delays_ : batch_;
+    if (!batch)
+      batch = std::make_unique<TapeBatch>(*tape_, true, [this, no_delays](const TapeEntry& e) { return zero_term(e, no_delays); });
+    const std::vector<Term>& batch_fixed = no_delays ? terms_->no_delay_fixed : terms_->batch_fixed;
+    const std::vector<Term>& batch_arrival = no_delays ? terms_->no_delay_arrival : terms_->batch_arrival;
+    // Lanes per pass: up to kMaxLanes while the pass's buffer (live slots × lanes doubles) fits
+    // in kPassBytes (a core's L2: past it the reads of long-live slots miss, docs/whatif.md
+    // "Benchmark"), and at least 8. The figures are the same for any width (each lane is its own).
+    const int32_t per_pass = static_cast<int32_t>(std::clamp<int64_t>(
+        static_cast<int64_t>(kPassBytes / (sizeof(double) * static_cast<size_t>(std::max(batch->slots(), 1)))), 8,
+        TapeBatch::kMaxLanes));
     while (s < steps) {
       const int32_t first = s;
-      const int32_t lanes = std::min(steps - s, TapeBatch::kMaxLanes);
+      const int32_t lanes = std::min(steps - s, per_pass);
       // Term t of lane l: step first + l's value (fill_terms' lookup, lane-minor; the batch's
       // terms are never ZERO).
       const auto source = [&](bool arrival, int64_t from, int64_t count, int32_t w, double* dst) {
-        const Term* m = (arrival ? terms_->batch_arrival : terms_->batch_fixed).data() + from;
+        const Term* m = (arrival ? batch_arrival : batch_fixed).data() + from;
         bool finite = true;
         const auto each_lane = [&](auto value) {
           const int64_t row = int64_t{first} * gp.dp + m->row;
           for (int32_t l = 0; l < w; ++l) {
             const double x = value(m->op, row + int64_t{l} * gp.dp);
-            finite &= std::isfinite(x);
+            finite &= std::isfinite(x) && x >= 0.0;  // the batch's terms are >= 0 (tape_batch.h)
             *dst++ = x;
           }
         };
         for (int64_t t = 0; t < count; ++t, ++m) {
+          if constexpr (requires { clamped.view.fill_lanes(m->field, m->op, int64_t{0}, int64_t{1}, w, dst); }) {
+            // A view that gives a term's lanes at once where it can (one value on every lane).
+            const int64_t row = int64_t{first} * gp.dp + m->row;
+            if (clamped.view.fill_lanes(m->field, m->op, row, int64_t{gp.dp}, w, dst)) {
+              for (int32_t l = 0; l < w; ++l, ++dst) {
+                *dst = std::max(0.0, *dst);  // NonNegative's clamp, as each_lane's
+                finite &= std::isfinite(*dst) && *dst >= 0.0;
+              }
+              continue;
+            }
+          }
           switch (m->field) {
             case ViewField::DUR: each_lane([&](int32_t k, int64_t j) { return clamped.dur(k, j); }); break;
             case ViewField::TRANSFER: each_lane([&](int32_t k, int64_t j) { return clamped.transfer(k, j); }); break;
@@ -137,13 +180,15 @@ struct EngineWorld {
         }
         return finite;
       };
-      if (!batch_->replay(lanes, source, batch_slots_, batch_chunk_, out.data() + s)) {
+      if (!batch->replay(lanes, source, batch_slots_, batch_chunk_, out.data() + s)) {
         for (int32_t l = 0; l < lanes; ++l) out[static_cast<size_t>(s + l)] = step_ms(view, s + l);  // throws its error
       }
       s += lanes;
     }
     return out;
   }
+
+  static constexpr size_t kPassBytes = size_t{1} << 20;  // steps_ms: the most a pass's buffer takes, past 8 lanes
 
   // The tape's size (bytes; 0 until the first step_ms recorded it).
   size_t tape_bytes() const { return tape_ ? tape_->bytes() : 0; }
@@ -159,10 +204,12 @@ struct EngineWorld {
   struct TermTable {
     std::vector<Term> fixed, arrival;              // in tape_costs' order
     std::vector<Term> batch_fixed, batch_arrival;  // the same without the ZERO ones (the batch's terms)
+    std::vector<Term> no_delay_fixed, no_delay_arrival;  // without the DELAY ones too (the no-delay batch's)
   };
   // The tape's terms (tape_costs order) mapped to GraphCostModel's lookups, built once per world.
   TermTable term_table(const Tape& tape) const;
-  bool zero_term(const TapeEntry& e) const;  // view_field ZERO: the batch skips its addition
+  // view_field ZERO (with `no_delays`, DELAY too): the batch skips its addition.
+  bool zero_term(const TapeEntry& e, bool no_delays) const;
   // Writes step `step`'s value of every term to out[t · stride]; false when one is not finite.
   template <class View>
   bool fill_terms(const View& view, int32_t step, int32_t stride, const std::vector<Term>& terms, double* out) const {
@@ -179,7 +226,8 @@ struct EngineWorld {
 
   mutable std::shared_ptr<const Tape> tape_;   // recorded by the first step_ms
   mutable std::unique_ptr<TermTable> terms_;   // built at the first replay
-  mutable std::unique_ptr<TapeBatch> batch_;   // built at the first batched replay
+  mutable std::unique_ptr<TapeBatch> batch_;   // built at the first batched replay (of a view with delays)
+  mutable std::unique_ptr<TapeBatch> batch_no_delays_;  // built at the first batched replay of a view without
   mutable TapeCosts costs_;                    // replay buffers, reused across calls
   mutable std::vector<double> slots_, batch_slots_, batch_chunk_;
 };

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string_view>
 
 #include "ppstream/whatif/whatif.h"
@@ -55,6 +56,7 @@ struct Builder {
   std::vector<int32_t> position;            // [op] → place in g.order (ops only)
   std::vector<std::vector<int32_t>> users;  // [op] → ops that depend on it
   std::vector<char> recorded;               // [op] → some op on another stream depends on it
+  std::vector<std::optional<Collective>> dp_sync_collective;  // [op] → its collective, once made (DP-synchronised)
 
   int32_t rank(int32_t stage, int32_t d) const { return stage * job.dp + d; }
   const TemplateOp& op(int32_t k) const { return job.ops[static_cast<size_t>(k)]; }
@@ -96,6 +98,15 @@ struct Builder {
       return in;
     }
     const CommGroup& grp = g.groups[static_cast<size_t>(gi)];
+    // An op of a DP-synchronised group has the same collective on every DP rank (its workers
+    // span them all; its name has no DP rank): made once per op.
+    const bool per_op = grp.dp_sync && !is_p2p(op(k).type) && op(k).type != OpType::EMBEDDING_AR;
+    std::optional<Collective>& same = dp_sync_collective[static_cast<size_t>(k)];
+    if (per_op && same) {
+      in.op = OpKind::COLLECTIVE;
+      in.coll = prog.intern_collective(*same);
+      return in;
+    }
     if (is_p2p(op(k).type)) {
       const int32_t peer_op = grp.members[0] == k ? grp.members[1] : grp.members[0];
       const int32_t c0 = carried(k);
@@ -139,6 +150,7 @@ struct Builder {
       case OpType::CLIP: c.group = "clip"; break;
       default: c.group = fmt::format("g{}.r{}", gi, c.first.v); break;
     }
+    if (per_op) same = c;
     in.op = OpKind::COLLECTIVE;
     in.coll = prog.intern_collective(c);
     return in;
@@ -166,6 +178,7 @@ struct Builder {
     position.assign(K, 0);
     users.assign(K, {});
     recorded.assign(K, 0);
+    dp_sync_collective.assign(K, std::nullopt);
     std::vector<std::vector<int32_t>> order_of_stage(static_cast<size_t>(job.pp));
     int32_t pos = 0;
     for (int32_t n : g.order) {
@@ -248,7 +261,7 @@ int64_t GraphPrograms::instructions() const {
 }
 
 GraphPrograms programs_of_graph(const Job& job, const Graph& g, std::vector<std::string>& notes) {
-  Builder b{job, g, notes, {}, {}, {}, {}};
+  Builder b{job, g, notes, {}, {}, {}, {}, {}};
   b.build();
   return std::move(b.out);
 }

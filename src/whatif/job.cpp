@@ -146,6 +146,39 @@ Job build_job(const analyze::TimerTrace& trace, std::optional<std::pair<int32_t,
                                   t.stage, first, name_of(t.type), t.seq));
     }
   }
+  // The same index as a dense table [stage][type][seq] (seq_ids of the template are small
+  // counts), where it is small; an op outside it has no counterpart (as a failed find).
+  int32_t max_seq = -1;
+  bool dense_ok = true;
+  for (const TemplateOp& t : job.ops) {
+    if (t.seq < 0) dense_ok = false;
+    max_seq = std::max(max_seq, t.seq);
+  }
+  const int64_t seqs = int64_t{max_seq} + 1;
+  dense_ok = dense_ok && int64_t{job.pp} * kOpTypes * seqs <= (int64_t{1} << 24);
+  std::vector<int32_t> dense(dense_ok ? static_cast<size_t>(int64_t{job.pp} * kOpTypes * seqs) : 0, -1);
+  if (dense_ok)
+    for (size_t k = 0; k < job.ops.size(); ++k) {
+      const TemplateOp& t = job.ops[k];
+      dense[static_cast<size_t>((int64_t{t.stage} * kOpTypes + static_cast<int64_t>(t.type)) * seqs + t.seq)] = static_cast<int32_t>(k);
+    }
+  const auto find_op = [&](int32_t stage, OpType type, int32_t seq) -> int32_t {
+    if (!dense_ok) {
+      const auto it = index.find(key_of(stage, type, seq));
+      return it == index.end() ? -1 : it->second;
+    }
+    if (stage < 0 || stage >= job.pp || seq < 0 || seq >= seqs) return -1;
+    return dense[static_cast<size_t>((int64_t{stage} * kOpTypes + static_cast<int64_t>(type)) * seqs + seq)];
+  };
+  // A step id's index, cached for the run of ops of one step (they mostly come in a row).
+  int32_t cached_step = 0, cached_index = -1;
+  const auto index_of_step = [&](int32_t step) {
+    if (cached_index < 0 || step != cached_step) {
+      cached_step = step;
+      cached_index = step_index.at(step);
+    }
+    return cached_index;
+  };
   for (int32_t p = 0; p < job.pp; ++p) {
     if (std::none_of(job.ops.begin(), job.ops.end(), [&](const TemplateOp& t) { return t.stage == p; }))
       throw LiftError(fmt::format("stage {}: DP rank 0 has no op in step {}; expected every worker in every step", p, first));
@@ -157,7 +190,7 @@ Job build_job(const analyze::TimerTrace& trace, std::optional<std::pair<int32_t,
   std::vector<int64_t> step_last(steps.size(), std::numeric_limits<int64_t>::min());
   for (const analyze::TimerOp& op : trace.ops) {
     if (!kept(op)) continue;
-    const size_t s = static_cast<size_t>(step_index[op.step]);
+    const size_t s = static_cast<size_t>(index_of_step(op.step));
     step_first[s] = std::min(step_first[s], op.start_ns);
     step_last[s] = std::max(step_last[s], op.start_ns + op.dur_ns);
   }
@@ -165,18 +198,18 @@ Job build_job(const analyze::TimerTrace& trace, std::optional<std::pair<int32_t,
   job.dur_ms.assign(cells, 0.0);
   for (const analyze::TimerOp& op : trace.ops) {
     if (!kept(op)) continue;
-    const int32_t s = step_index[op.step];
+    const int32_t s = index_of_step(op.step);
     const int64_t row = int64_t{s} * job.dp + op.dp_rank;
-    auto it = index.find(key_of(op.pp_rank, *type_of_name[op.name], op.seq));
-    if (it == index.end()) {
+    const int32_t k = find_op(op.pp_rank, *type_of_name[op.name], op.seq);
+    if (k < 0) {
       throw LiftError(fmt::format("DP rank {}, stage {}, step {}: {} #{} has no counterpart on DP rank 0 in step {} "
                                   "(the lifting needs the same ops on every DP rank and step; pass --steps to "
                                   "leave steps out)",
                                   op.dp_rank, op.pp_rank, op.step, trace.strings.str(op.name), op.seq, first));
     }
-    const size_t at = job.at(it->second, row);
+    const size_t at = job.at(k, row);
     if (!std::isnan(job.start_ms[at])) {
-      throw LiftError(fmt::format("{}: recorded twice (byte {} of {}); expected one op per seq_id", job.where(it->second, row),
+      throw LiftError(fmt::format("{}: recorded twice (byte {} of {}); expected one op per seq_id", job.where(k, row),
                                   op.offset, trace.sources.empty() ? std::string("the trace") : trace.sources.back()));
     }
     job.start_ms[at] = static_cast<double>(op.start_ns - step_first[static_cast<size_t>(s)]) / 1e6;

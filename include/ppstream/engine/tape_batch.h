@@ -14,8 +14,11 @@
 // With `compact` the batch renumbers the tape's slots by liveness (a slot freed after its last
 // read is the next written slot), so a batch holds the largest number of values live at once,
 // not tape.slots() (on the what-if MID world 79,745 of 358,497 before the copies below), and
-// the makespan is the max of each instruction's end as it is written; an entry of one operand
-// and no term is a copy, not replayed: its readers read its operand's value. Without `compact`
+// the makespan is the max of each instruction's end as it is written; an operand whose value is
+// +0.0 in every replay (an entry of no operand and no term, or a copy of one: a zero entry, not
+// replayed) is dropped from its reader's max (max(+0.0, x) is x for the tape's values, finite
+// and >= +0.0); an entry then of one operand and no term is a copy, not replayed: its readers
+// read its operand's value. Without `compact`
 // every entry is replayed into the tape's own slots (slot 4g + 3 is global instruction g's
 // end), which the tests read lane by lane.
 //
@@ -26,9 +29,11 @@
 // A TapeBatch belongs to its tape's program set (it keeps no pointer to the tape).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "ppstream/engine/tape.h"
@@ -37,7 +42,7 @@ namespace ppstream {
 
 class TapeBatch {
  public:
-  static constexpr int32_t kMaxLanes = 8;
+  static constexpr int32_t kMaxLanes = 32;
 
   // `zero` (optional): the entries whose cost term is 0 under every cost model the batch will
   // replay (a term the caller's models never set); they are replayed without their addition,
@@ -50,13 +55,15 @@ class TapeBatch {
   explicit TapeBatch(const Tape& tape, bool compact = true, const ZeroTerm& zero = {}, int64_t chunk_terms = kChunkTerms);
 
   int32_t slots() const { return slots_; }  // values per lane a replay holds
+  int64_t entries() const { return static_cast<int64_t>(entries_.size()); }  // entries a replay evaluates
   int64_t fixed_terms() const { return fixed_terms_; }
   int64_t arrival_terms() const { return arrival_terms_; }
   size_t bytes() const;  // the batch's own memory (not the replay buffer)
 
   // The source of a replay's cost terms: writes terms [first, first + count) of the fixed
   // (`arrival` false) or the arrival terms (tape_costs order) of every lane to
-  // out[(t - first) · lanes + l]; false when one is not finite (the replay stops).
+  // out[(t - first) · lanes + l]; false when one is not finite or is negative (the replay
+  // stops; the engine refuses such a cost, and the folding above needs every value >= +0.0).
   using TermSource = std::function<bool(bool arrival, int64_t first, int64_t count, int32_t lanes, double* out)>;
 
   // Replays `lanes` (1..kMaxLanes) cost vectors: asks `terms` for them a chunk at a time (at
@@ -88,6 +95,10 @@ class TapeBatch {
   static constexpr size_t kPrefetch = 32;
   template <int W>
   void run(const Segment& seg, const double* fixed, const double* arrival, double* v, double* makespan) const;
+  using RunFn = void (TapeBatch::*)(const Segment&, const double*, const double*, double*, double*) const;
+  template <size_t... I>
+  static constexpr auto runs(std::index_sequence<I...>) -> std::array<RunFn, sizeof...(I)>;
+  static const std::array<RunFn, kMaxLanes> kRuns;  // run<1> .. run<kMaxLanes>
 
   std::vector<Segment> segments_;
   std::vector<Entry> entries_;

@@ -158,6 +158,23 @@ TEST(TapeBatch, SkippedZeroTermsStayBitEqual) {
   }
 }
 
+// With the host issue terms skipped, an instruction's issue is +0.0 in every replay: the batch
+// drops it from its ready time's max (max(+0.0, x) is x), which leaves a copy of the stream
+// predecessor's end, not replayed — at least one entry per instruction fewer — and every lane
+// stays bit-equal (check_lanes, every slot of the uncompacted batch and the compacted makespan).
+TEST(TapeBatch, OperandsOfValueZeroAreFolded) {
+  const Small small(true);
+  for (PlatformKind k : {PlatformKind::CPU_SERIAL, PlatformKind::STRICT_TIMED}) {
+    const auto tape = small.tape(k, NoHostIssue(1));
+    ASSERT_NE(tape, nullptr);
+    const TapeBatch::ZeroTerm host = [](const TapeEntry& e) { return e.cost == TapeCost::HOST_ISSUE; };
+    const TapeBatch all(*tape), folding(*tape, true, host);
+    EXPECT_LE(folding.entries(), all.entries() - tape->instructions()) << to_string(k);
+    for (int32_t lanes : {1, 2, 17, TapeBatch::kMaxLanes})
+      check_lanes<NoHostIssue>(*tape, lanes, 70, std::string("folded ") + to_string(k), host);
+  }
+}
+
 // Chunks of 1, 7 and 64 terms: the chunked term source is read across chunk boundaries.
 TEST(TapeBatch, ChunksCoverEveryTerm) {
   const Small small(true);

@@ -38,6 +38,23 @@ template <class RowOf>
 View<RowOf> view(const Job& job, const std::vector<double>& mean, RowOf row_of) {
   return {job, mean, row_of};
 }
+// The same without launch delays, saying so (engine_eval.h has_no_delays): steps_ms replays it
+// by the batch that has the delay terms as zero terms.
+template <class RowOf>
+struct NoDelayView : View<RowOf> {
+  double delay(int32_t, int64_t) const { return 0.0; }
+  bool no_delays() const { return true; }
+};
+// The same values, an even op's lanes given at once (engine_eval.h fill_lanes): the term source
+// must pass each step's rows (j0, stride) and clamp them as it does the others.
+template <class RowOf>
+struct FillingView : NoDelayView<RowOf> {
+  bool fill_lanes(ViewField f, int32_t k, int64_t j0, int64_t stride, int32_t n, double* out) const {
+    if (k % 2 == 1) return false;
+    for (int32_t l = 0; l < n; ++l) out[l] = view_value(*this, f, k, j0 + l * stride);
+    return true;
+  }
+};
 
 class ReducedWorld : public ::testing::TestWithParam<const char*> {};
 
@@ -73,21 +90,36 @@ TEST_P(ReducedWorld, EqualsTheFullWorldForEveryDpRank) {
   }
 }
 
+// The trace's first two step numbers (a step each when they are both there), lifted, and its
+// full world (no reduced one); `mean` all 0 (the ideal rows' costs).
+struct Lifted {
+  Job job;
+  Graph g;
+  EngineWorlds w;
+  std::vector<double> mean;
+  explicit Lifted(const std::string& file) {
+    analyze::TimerTrace t;
+    analyze::read_timer_trace(data(file), t);
+    int32_t first = t.ops.front().step;
+    for (const auto& op : t.ops) first = std::min(first, op.step);
+    job = build_job(t, std::pair{first, first + 1});
+    std::vector<std::string> notes;
+    g = lift_graph(job, notes);
+    w = lift_worlds(job, g, notes, "test", false);
+    mean.assign(job.ops.size(), 0.0);
+  }
+};
+
 // EngineWorld::step_ms records the engine's tape on its first call and replays it on every later
 // one: each replay, under another DP rank's view and another step, must be bit-equal (every
 // instruction's times, the makespan) to a fresh engine run with that view's clamped costs, and
 // so must steps_ms's batched replay. The view's dur, transfer and delay differ, so a term table
 // that takes the wrong one for a cost kind (COMPUTE's transfer, BATCH's dur, ...) fails here.
 TEST_P(ReducedWorld, TapeReplaysEqualFreshEngineRuns) {
-  analyze::TimerTrace t;
-  analyze::read_timer_trace(data(GetParam()), t);
-  int32_t first = t.ops.front().step;
-  for (const auto& op : t.ops) first = std::min(first, op.step);
-  const Job job = build_job(t, std::pair{first, first + 1});
-  std::vector<std::string> notes;
-  const Graph g = lift_graph(job, notes);
-  const EngineWorlds w = lift_worlds(job, g, notes, "test", false);
-  std::vector<double> mean(job.ops.size(), 0.0);
+  const Lifted lifted(GetParam());
+  const Job& job = lifted.job;
+  const EngineWorlds& w = lifted.w;
+  const std::vector<double>& mean = lifted.mean;
   const int32_t dp = job.dp;
   // The job's steps, not a fixed 2: a trace's step numbers may have gaps (ST's first two
   // numbers hold one step), and a view read past the job's rows is out of bounds.
@@ -121,6 +153,41 @@ TEST_P(ReducedWorld, TapeReplaysEqualFreshEngineRuns) {
               << "DP rank " << d << ", step " << s << ", program " << p << ", instruction " << i;
         }
       }
+    }
+  }
+}
+
+// A view without delays (has_no_delays) is replayed by the batch without the delay terms, and
+// a view with them by the one with them, on the same world: each step bit-equal to a fresh
+// engine run with that view's costs, whichever batch ran first.
+TEST_P(ReducedWorld, NoDelayBatchEqualsFreshEngineRuns) {
+  const Lifted l(GetParam());
+  const int32_t dp = l.job.dp, steps = static_cast<int32_t>(l.job.steps.size());
+  const EngineWorld& full = *l.w.full;
+  for (int32_t d = 0; d < dp; ++d) {
+    const auto row_of = [dp, d](int64_t j) { return j % dp == d ? j : int64_t{-1}; };
+    const auto v = view(l.job, l.mean, row_of);
+    const NoDelayView<decltype(row_of)> nd{{l.job, l.mean, row_of}};
+    EXPECT_FALSE(has_no_delays(v));
+    EXPECT_TRUE(has_no_delays(nd));
+    EXPECT_TRUE(has_no_delays(NonNegative<decltype(nd)>{nd}));
+    // d even: the no-delay batch first; odd: the other first.
+    std::vector<double> with, without;
+    if (d % 2 == 0) without = full.steps_ms(nd, steps);
+    with = full.steps_ms(v, steps);
+    if (d % 2 == 1) without = full.steps_ms(nd, steps);
+    const FillingView<decltype(row_of)> filling{{{l.job, l.mean, row_of}}};
+    EXPECT_EQ(full.steps_ms(filling, steps), without) << "fill_lanes: DP rank " << d;
+    for (int32_t s = 0; s < steps; ++s) {
+      const NonNegative<decltype(nd)> clamped{nd};
+      const GraphCostModel<NonNegative<decltype(nd)>> cost(full.gp, clamped, s);
+      const EngineResult fresh = engine::run_checked(full.topo, {PlatformKind::STRICT_TIMED, &cost});
+      ASSERT_TRUE(fresh.completed);
+      EXPECT_EQ(without[static_cast<size_t>(s)], fresh.makespan_ms) << "no delays: DP rank " << d << ", step " << s;
+      const NonNegative<decltype(v)> clamped_v{v};
+      const GraphCostModel<NonNegative<decltype(v)>> cost_v(full.gp, clamped_v, s);
+      const EngineResult fresh_v = engine::run_checked(full.topo, {PlatformKind::STRICT_TIMED, &cost_v});
+      EXPECT_EQ(with[static_cast<size_t>(s)], fresh_v.makespan_ms) << "delays: DP rank " << d << ", step " << s;
     }
   }
 }
