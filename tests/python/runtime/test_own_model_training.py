@@ -8,6 +8,7 @@ on the smallest sharded layout, PP2 x FSDP 2 (4 ranks), 1-2 steps.
   updated by the optimizer (weight decay on): the frozen weight is bit-identical after 2 steps,
   and not sharded away (the moving statistics a forward writes survive RESHARD).
 - A virtual stage without parameters (an activation-only tail and a parameter-free loss) trains.
+- A resume restores the moving statistics (the checkpoint's ``buffer:NAME``) bitwise.
 - The launcher's helpers: the earliest worker error is printed, whichever rank; ``Pipeline``'s
   ``overrides`` follow docs/python.md's rule; ``check_parts`` names the config's key.
 """
@@ -123,3 +124,48 @@ def test_launcher_prints_the_first_worker_error_whichever_rank(tmp_path, capsys)
     assert code == 1
     assert "first worker error: r1: ValueError: train.data='m:short': the data ended after 3 batches" in out, out
     assert "peer r1 is gone" not in out
+
+
+def test_resume_restores_the_batchnorm_statistics_bitwise(tmp_path):
+    # 2 steps straight vs 1 step, checkpoint, a fresh world restoring it, 1 step: the moving
+    # statistics (buffers, outside the shard) travel in the checkpoint's buffer:NAME arrays
+    import json
+    import ppstream
+    from ppstream.mindspore.components import checkpoint
+    from ppstream.mindspore.parallel.groups import Topology
+    from ppstream.mindspore.platforms.fake import FakePlatform, FakeWorld
+    from ppstream.mindspore.runconfig import load_run_config
+    from ppstream.mindspore.training.rank import RankRuntime
+    config = _config(str(tmp_path), {"bn": True})
+    cfg = load_run_config(config)
+    pset = json.loads(ppstream.compile(config, True, FakePlatform.profile))
+    w = pset["world"]
+
+    def world(steps):
+        fw = FakeWorld(len(pset["programs"]), timeout_s=120)
+        rts = fw.run_ranks(lambda r: RankRuntime(cfg, Topology(w["pp"], w["vpp"], w["shard"], w["replicate"], r),
+                                                 pset["programs"][r], pset["mode"].lower(), FakePlatform(fw, r)))
+        for k in steps:
+            fw.run_ranks(lambda r: rts[r].run_step(k))
+        return rts, fw
+
+    def gathered(rts, fw):
+        out = {}
+        for rt, p in zip(rts, fw.run_ranks(lambda r: rts[r].full_parameters())):
+            if rt.topo.dp_index == 0:
+                out.update(p)
+        return out
+
+    want = gathered(*world(range(2)))
+    ckpt = checkpoint.step_dir(str(tmp_path / "run"), 1)
+    stopped, fw1 = world(range(1))
+    fw1.run_ranks(lambda r: checkpoint.save(ckpt, 1, stopped[r], {"world": w, "stage_layers": [], "model": {},
+                                                                   "schedule": {}}))
+    resumed, fw2 = world([])
+    fw2.run_ranks(lambda r: checkpoint.load(ckpt, resumed[r]))
+    fw2.run_ranks(lambda r: resumed[r].run_step(1))
+    got = gathered(resumed, fw2)
+    assert set(got) == set(want) and "layers.3.bn.moving_mean" in got
+    assert np.abs(got["layers.3.bn.moving_mean"]).max() > 1e-3
+    for k in want:
+        assert np.array_equal(got[k], want[k]), k
