@@ -6,9 +6,13 @@ Layout of one checkpoint, ``RUN_DIR/checkpoints/step{N}/`` (N = steps completed)
   ``shard`` (float32 [L], the flat parameter slice of ``HsdpState``, zero padding included),
   ``m``, ``v`` (float32 [L], AdamW moments), ``t`` (int, AdamW's update count), ``buckets``
   (int, the stage's gradient buckets k: the flat layout is per bucket, training/hsdp.py; a file
-  without it is k = 1). Written by the
+  without it is k = 1), and ``buffer:NAME`` for each of the stage's ``requires_grad=False``
+  parameters (frozen weights, BatchNorm's moving statistics; ``NAME`` as in params.npz), as the
+  rank holds it. Written by the
   ranks of replicate index 0 only — replicas hold the same values, so nothing is stored twice
-  (torch.distributed.checkpoint's deduplication); every replica reads the same file back.
+  (torch.distributed.checkpoint's deduplication); every replica reads the same file back (so
+  a replica of replicate index r > 0 resumes with index 0's BatchNorm statistics, which its own
+  data had moved apart; trainable parameters are equal on replicas).
 - ``meta.json`` — written by rank 0: ``format``, ``step`` (N), ``updates`` (optimizer updates
   taken: the LR schedule position), ``loss_scaler`` (its state, or null), ``data`` (the data
   position: ``{"batches": N}``, global batches of the ``train.data`` factory consumed; a resume
@@ -77,7 +81,8 @@ def save(out: str, step: int, rt, meta: dict) -> None:
         for s, st in rt.states.items():
             a = st.optim
             _atomic_savez(os.path.join(out, shard_file(s, topo.shard_index, topo.shard)), shard=st.shard.asnumpy(), m=a.m.asnumpy(),
-                          v=a.v.asnumpy(), t=np.int64(a.t), buckets=np.int64(st.buckets))
+                          v=a.v.asnumpy(), t=np.int64(a.t), buckets=np.int64(st.buckets),
+                          **{f"buffer:{n}": p.asnumpy() for n, p in st.stage.buffers})
     if topo.rank == 0:
         world = meta["world"]
         _atomic_json(os.path.join(out, "meta.json"),
@@ -97,6 +102,7 @@ def load(ckpt: str, rt) -> dict:
             with np.load(path) as z:
                 shard, m, v, t = z["shard"], z["m"], z["v"], int(z["t"])
                 buckets = int(z["buckets"]) if "buckets" in z.files else 1
+                buffers = {n: z[f"buffer:{n}"] for n, _p in st.stage.buffers}
         except (OSError, KeyError) as e:
             raise CheckpointError(f"checkpoint {path}: {e}") from None
         if buckets != st.buckets:
@@ -106,7 +112,14 @@ def load(ckpt: str, rt) -> dict:
         if shard.shape != (st.shard_len,) or shard.dtype != np.float32:
             raise CheckpointError(f"checkpoint {path}: shard is {shard.dtype} {shard.shape}, stage s{s} expects "
                                   f"float32 ({st.shard_len},)")
+        for n, p in st.stage.buffers:
+            now = p.asnumpy()
+            if buffers[n].shape != now.shape or buffers[n].dtype != now.dtype:
+                raise CheckpointError(f"checkpoint {path}: buffer:{n} is {buffers[n].dtype} {buffers[n].shape}, "
+                                      f"stage s{s} expects {now.dtype} {now.shape}")
         st.restore(ms.Tensor(shard), ms.Tensor(m), ms.Tensor(v), t)
+        for n, p in st.stage.buffers:
+            p.set_data(ms.Tensor(buffers[n]))
     rt.opt.load_state(meta)
     rt.data.skip(int(meta["data"]["batches"]))
     return meta

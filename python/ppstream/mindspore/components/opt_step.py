@@ -58,6 +58,9 @@ class OptStep:
         """One OPT_STEP over ``states`` ({stage: HsdpState}); ``platform`` None: one process."""
         order = sorted(states)
         grads = [states[s].take_gradient() for s in order]
+        # a stage without trainable parameters has an empty shard: nothing to scale, count or update
+        order = [s for s, g in zip(order, grads) if g.shape[0]]
+        grads = [g for g in grads if g.shape[0]]
         scale = self.loss_scale
         if self.scaler is not None:
             grads = [g * (1.0 / scale) for g in grads]

@@ -124,6 +124,24 @@ def hung_ranks(run_dir: str, ranks: range) -> list[str]:
     return out
 
 
+def first_error(run_dir: str, ranks: range) -> str | None:
+    """'r0: DataError: …': the earliest error a worker of ``ranks`` recorded before it ended
+    (launch/worker.py ``record_failure``; the first to fail, whichever rank: the others' errors
+    usually follow from it), or None when none did."""
+    found = []
+    for r in ranks:
+        try:
+            with open(os.path.join(run_dir, "progress", f"rank{r}.error"), encoding="utf-8") as f:
+                when, _, line = f.read().strip().partition(" ")
+            found.append((float(when), r, line))
+        except (FileNotFoundError, ValueError):
+            continue
+    if not found:
+        return None
+    _when, r, line = min(found)
+    return f"r{r}: {line}"
+
+
 def summarize(run_dir: str, ranks: range, world: int) -> dict:
     """Losses (mean over the loss-holding ranks of ``ranks``; empty when none is on this node),
     slowest-rank step times and peak RSS of this node's ranks."""
@@ -218,6 +236,9 @@ def _find_msrun(env: dict) -> str:
 
 
 def _report(args, run_dir: str, world: int, ranks: range, code: int | None, wall: float) -> int:
+    err = first_error(run_dir, ranks)
+    if err and (code is None or code != 0 or hung_ranks(run_dir, ranks)):
+        print(f"ppstream train: first worker error: {err}", flush=True)
     if code is None:
         print(f"ppstream train: TIMEOUT after {args.timeout:.0f} s; ranks that did not finish:", flush=True)
         for line in hung_ranks(run_dir, ranks) or ["(every rank finished; the launcher hung)"]:

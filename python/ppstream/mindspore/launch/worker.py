@@ -184,14 +184,30 @@ def main(run_dir: str) -> int:
     progress.write("init")
     out_dir = os.path.join(run_dir, f"rank{rank}")
     os.makedirs(out_dir, exist_ok=True)
-    rt, platform = build_rank(run, read_json(run_dir, "programs.json"), rank, progress)
-    profiler = StepProfiler(os.path.join(run_dir, "profile") if run.get("profile") else None,
-                           run["steps"] - int(run.get("start_step", 0)), rank)
-    log = train_loop(rt, run, run_dir, profiler, rank, progress)
-    progress.write("final gather")
-    write_outputs(out_dir, rt, platform, run.get("record", False), log)
+    try:
+        rt, platform = build_rank(run, read_json(run_dir, "programs.json"), rank, progress)
+        profiler = StepProfiler(os.path.join(run_dir, "profile") if run.get("profile") else None,
+                               run["steps"] - int(run.get("start_step", 0)), rank)
+        log = train_loop(rt, run, run_dir, profiler, rank, progress)
+        progress.write("final gather")
+        write_outputs(out_dir, rt, platform, run.get("record", False), log)
+    except Exception as e:
+        record_failure(run_dir, rank, e)
+        raise
     progress.write("done")
     return 0
+
+
+def record_failure(run_dir: str, rank: int, exc: BaseException) -> None:
+    """RUN_DIR/progress/rank{R}.error: the time and the error line (``DataError: …``, its first
+    line) of the exception that ends this worker; the launcher prints the earliest one
+    (launch/cli.py ``first_error``), whichever rank raised it."""
+    import time
+    line = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    path = os.path.join(run_dir, "progress", f"rank{rank}.error")
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write(f"{time.time():.6f} {line}\n")
+    os.replace(path + ".tmp", path)
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ def check_parts(parts: Any, num_layers: int, where: str) -> ModelParts:
             raise ModelProtocolError(f"{where}: ModelParts.{name} is a {type(cell).__name__}; expected a mindspore.nn.Cell")
     if len(parts.layers) != num_layers:
         raise ModelProtocolError(f"{where}: ModelParts.layers has {len(parts.layers)} layers; the config's pipeline "
-                                 f"places {num_layers} (pipeline.num_layers)")
+                                 f"places {num_layers} (the config's num_layers)")
     owner: dict[int, str] = {}
     for name, cell in parts.parts():
         for pname, p in cell.parameters_and_names():

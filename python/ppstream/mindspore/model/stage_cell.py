@@ -4,7 +4,10 @@
 the stage's layers in order; on the last stage ``last(h, labels)`` gives the microbatch's mean
 loss, returned times ``loss_scale`` (1 / micro_batch_num: the step's loss is the mean over
 microbatches; the baseline's is 1 / (dp * micro_batch_num)). Elsewhere it returns h and
-``labels`` is unused. ``named_params`` is the fixed parameter order of the stage's HSDP state.
+``labels`` is unused. ``named_params`` is the fixed parameter order of the stage's HSDP state:
+the trainable Parameters (``requires_grad=True``) only. ``named_buffers`` are the others (a
+frozen Parameter, BatchNorm's moving statistics): every rank keeps them whole in the Cells; no
+gradient, reduction, sharding or optimizer update touches them (docs/runtime.md, "Your own model").
 
 The parts are held as ``buckets`` = k ``LayerGroup`` Cells (model/layer_groups.py), one per
 gradient bucket (k > 1 when the stage's program splits its last backward into k pieces,
@@ -28,11 +31,16 @@ class StageCell(nn.Cell):
         super().__init__()
         self.first, self.last, self.loss_scale = first, last, loss_scale
         idx = list(range(layers[0], layers[1] + 1))
-        head = named_parameters("first", parts.first) if first else []
-        per_layer = [named_parameters(f"layers.{i}", parts.layers[i]) for i in idx]
-        tail = named_parameters("last", parts.last) if last else []
+        every = ([("first", parts.first)] if first else []) + [(f"layers.{i}", parts.layers[i]) for i in idx] + \
+            ([("last", parts.last)] if last else [])
         # names before the parts become children here (MindSpore renames Parameters on attach)
-        self._named = head + [np for ps in per_layer for np in ps] + tail
+        named = [named_parameters(n, c) for n, c in every]
+        self._buffers = [pair for ps in named for pair in ps if not pair[1].requires_grad]
+        named = [[pair for pair in ps if pair[1].requires_grad] for ps in named]
+        head = named.pop(0) if first else []
+        tail = named.pop() if last else []
+        per_layer = named
+        self._named = head + [pair for ps in per_layer for pair in ps] + tail
         self.runs = RunCounter()  # how many times construct ran (a recompute would show here)
         self.buckets = int(buckets)
         groups, ranges = [], []
@@ -49,8 +57,13 @@ class StageCell(nn.Cell):
         self.groups = nn.CellList(groups)  # groups[j]: bucket j's parts; one group for the whole stage
 
     def named_params(self) -> list:
-        """(global name, Parameter) in a fixed order: ``first.*``, ``layers.{i}.*``, ``last.*``."""
+        """(global name, Parameter) of the trainable parameters in a fixed order: ``first.*``,
+        ``layers.{i}.*``, ``last.*``."""
         return list(self._named)
+
+    def named_buffers(self) -> list:
+        """(global name, Parameter) of the parameters with ``requires_grad=False``, in the same order."""
+        return list(self._buffers)
 
     def bucket_params(self, j: int) -> range:
         """The positions in ``named_params`` of bucket j's parameters (contiguous: a bucket holds

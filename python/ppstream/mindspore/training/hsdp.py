@@ -23,6 +23,13 @@ its slice of the sharded gradient; ``take_gradient`` needs every bucket reduced.
 k = 1 it is the single segment above, byte for byte. Every element keeps its own arithmetic
 (pre-divide, the member-order sum, AdamW), so the trained parameters equal k = 1's; only sums
 over a shard (clipping's norm) add in another order.
+
+Only the trainable parameters (``PipelineStage.params``, ``requires_grad=True``) are in the flat
+vector; the stage's buffers (frozen parameters, BatchNorm's moving statistics) stay whole in the
+Cells on every rank, never gathered, freed, reduced or updated. A stage (or a bucket) without
+trainable parameters has an empty vector: its ``unshard``, ``reshard``, ``reduce_grad`` and
+update do nothing and start no collective (every member of its groups holds the same stage, so
+all of them skip it).
 """
 from __future__ import annotations
 
@@ -68,6 +75,8 @@ class HsdpState:
             self.reshard()
 
     def _flatten(self, tensors, seg: "_Segment") -> ms.Tensor:
+        if not tensors:  # a bucket (or stage) without trainable parameters
+            return ops.zeros((0,), ms.float32)
         flat = ops.cat([t.reshape(-1) for t in tensors])
         if seg.padded > seg.numel:
             flat = ops.cat([flat, ops.zeros((seg.padded - seg.numel,), ms.float32)])
@@ -98,6 +107,8 @@ class HsdpState:
             off += size
 
     def unshard(self, platform, tag: str) -> None:
+        if self.numel == 0:
+            return
         full = platform.all_gather(_cast(self.shard, self.gather_dtype), self.shard_group, tag + " all_gather")
         self._write_full(self._in_place(_cast(full, ms.float32)))
 
@@ -112,6 +123,9 @@ class HsdpState:
         no such reduction (a whole reduction of a bucketed stage, or the reverse)."""
         seg = self._segment(bucket, tag)
         grads = self.stage.take_grads(seg.positions)
+        if seg.numel == 0:  # nothing to reduce: no collective (the whole group skips it)
+            self.grad_parts[bucket] = ops.zeros((0,), ms.float32)
+            return
         platform.hold(tag + " grads", grads)  # read on the reduction's stream (holds.py)
         flat = self._flatten(grads, seg) / float(self.dp)  # pre-divide: the sums below are means
         g = _cast(flat, self.reduce_dtype)
@@ -144,7 +158,10 @@ class HsdpState:
         return g
 
     def apply_update(self, g: ms.Tensor, lr: float) -> None:
-        """AdamW on the shard with gradient ``g`` (flat float32 [shard_len]) and learning rate ``lr``."""
+        """AdamW on the shard with gradient ``g`` (flat float32 [shard_len]) and learning rate ``lr``
+        (nothing for an empty shard)."""
+        if self.shard_len == 0:
+            return
         self.shard = self.optim.step(self.shard, g, lr)
         if not self.sharded:
             self._write_full(self.shard)
@@ -156,13 +173,17 @@ class HsdpState:
             self._write_full(self.shard)
 
     def full_parameters(self, platform, tag: str) -> dict[str, np.ndarray]:
-        """Gathers the shards (a collective in the shard group) → {name: array}."""
-        full = self._in_place(platform.all_gather(self.shard, self.shard_group, tag)) if self.sharded else self.shard
-        arr = full.asnumpy()
+        """Gathers the shards (a collective in the shard group; none for a stage without trainable
+        parameters) → {name: array}, the stage's buffers (this rank's values) included."""
         out, off = {}, 0
-        for (name, _p), shape, size in zip(self.stage.named, self.shapes, self.sizes):
-            out[name] = arr[off:off + size].reshape(shape).copy()
-            off += size
+        if self.numel:
+            full = self._in_place(platform.all_gather(self.shard, self.shard_group, tag)) if self.sharded else self.shard
+            arr = full.asnumpy()
+            for (name, _p), shape, size in zip(self.stage.named, self.shapes, self.sizes):
+                out[name] = arr[off:off + size].reshape(shape).copy()
+                off += size
+        for name, p in self.stage.buffers:
+            out[name] = p.asnumpy().copy()
         return out
 
 

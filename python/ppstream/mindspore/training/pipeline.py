@@ -26,16 +26,18 @@ import numpy as np
 class Pipeline:
 
     def __init__(self, config: str, overrides: dict[str, str] | None = None):
-        """``config``: a config path; ``overrides``: ``{"train.lr": "0.01"}`` as ``--set`` takes them.
-        Raises ppstream.ConfigError, RunConfigError, RecipeError, ModelProtocolError."""
+        """``config``: a config path; ``overrides``: None or ``{"train.lr": "0.01"}`` as ``--set`` takes
+        them (docs/python.md's rule: a ``str`` key → a ``str``, ``int`` or ``float`` value; anything
+        else is a TypeError naming it). Raises ppstream.ConfigError, RunConfigError, RecipeError,
+        ModelProtocolError."""
         import ppstream
         from ppstream.mindspore.launch.worker import setup_mindspore_cpu
         from ppstream.mindspore.platforms.fake import FakePlatform
         from ppstream.mindspore.recipe import build_parts, data_cfg_of
         from ppstream.mindspore.runconfig import load_run_config
 
+        overrides = _overrides_arg(overrides)
         setup_mindspore_cpu()
-        overrides = dict(overrides or {})
         self.cfg = load_run_config(config, overrides)
         build_parts(self.cfg)  # the model factory's errors now, not at the first step
         core = {k: v for k, v in overrides.items() if not k.startswith(("model.", "train."))}
@@ -112,8 +114,11 @@ class Pipeline:
         if self._ranks is None:
             raise RuntimeError("Pipeline.parameters(): no step has run yet")
         out: dict[str, np.ndarray] = {}
-        for p in self._world.run_ranks(lambda r: self._ranks[r].full_parameters()):
-            out.update(p)
+        per_rank = self._world.run_ranks(lambda r: self._ranks[r].full_parameters())
+        # trainable parameters are the same on every rank; buffers (requires_grad=False) are
+        # data-parallel index 0's: applied last, they win
+        for r in sorted(range(len(per_rank)), key=lambda r: self._ranks[r].topo.dp_index == 0):
+            out.update(per_rank[r])
         return out
 
     def forward_runs(self) -> dict[int, int]:
@@ -123,3 +128,22 @@ class Pipeline:
             for s, n in rt.forward_runs().items():
                 out[s] = max(out.get(s, 0), n)
         return out
+
+
+def _overrides_arg(overrides) -> dict[str, str]:
+    """``Pipeline(overrides=...)`` checked as docs/python.md says: None, or a dict of ``str`` key →
+    ``str`` / ``int`` / ``float`` value (numbers as ``str()`` writes them)."""
+    if overrides is None:
+        return {}
+    if not isinstance(overrides, dict):
+        raise TypeError("Pipeline: overrides: expected a dict of config key (str) -> value, not "
+                        f"{type(overrides).__name__} (a --set list ['k=v'] is {{'k': 'v'}})")
+    out = {}
+    for k, v in overrides.items():
+        if not isinstance(k, str):
+            raise TypeError(f"Pipeline: overrides: key {k!r}: expected a str (a config key), not {type(k).__name__}")
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (str, int, float)):
+            raise TypeError(f"Pipeline: overrides[{k!r}]: expected a str, int or float (the value as --set takes it), "
+                            f"not {type(v).__name__}")
+        out[k] = v if isinstance(v, str) else str(v)
+    return out

@@ -22,6 +22,12 @@ the one bucket j-1 gave) and adds its parameters' gradients into their accumulat
 piece (j = k-1) returns the stage's input gradient. A whole ``backward`` runs the k pieces in a
 row. The VJP of a group is the same computation as that part of the stage's VJP, so the
 gradients equal the unbucketed stage's bit for bit on CPU (test_buckets.py).
+
+Training mode: the stage's Cells are put in training mode (``Cell.set_train(True)``) when the
+stage is built, so Dropout drops and BatchNorm normalises with the microbatch's statistics and
+updates its moving ones; ``evaluate`` runs them in inference mode (``set_train(False)``) and
+puts them back. Only the trainable parameters (``requires_grad=True``, ``StageCell.named_params``)
+get gradients; ``buffers`` (frozen parameters, moving statistics) are left to the Cells.
 """
 from __future__ import annotations
 
@@ -37,6 +43,7 @@ class PipelineStage:
         self.stage, self.cell, self.recompute = stage, cell, recompute
         self.named = cell.named_params()
         self.params = [p for _n, p in self.named]
+        self.buffers = cell.named_buffers()  # requires_grad=False: no gradient, no update
         self.grads: list | None = None  # unsharded accumulators, summed over microbatches
         # mb -> (inputs, output) of the recorded forward; with buckets, per group j:
         # mb -> [((group input, labels), group output) for j in 0..k-1]
@@ -48,6 +55,7 @@ class PipelineStage:
         self._group_params = [ms.ParameterTuple([self.params[i] for i in cell.bucket_params(j)])
                               for j in range(self.buckets)]
         self._set_grad(not recompute)
+        self.cell.set_train(True)
 
     def _set_grad(self, flag: bool) -> None:
         for c in self._cells:
@@ -80,13 +88,15 @@ class PipelineStage:
         return out
 
     def evaluate(self, x: ms.Tensor, labels: ms.Tensor) -> ms.Tensor:
-        """A forward that records nothing (evaluation): no graph is kept and ``forward_runs``
-        does not count it."""
+        """A forward that records nothing (evaluation), in inference mode (Dropout off, BatchNorm
+        on its moving statistics): no graph is kept and ``forward_runs`` does not count it."""
         runs = [c.runs.n for c in self._cells]
         self._set_grad(False)
+        self.cell.set_train(False)
         try:
             return self.cell(x, labels)
         finally:
+            self.cell.set_train(True)
             self._set_grad(not self.recompute)
             for c, n in zip(self._cells, runs):
                 c.runs.n = n
