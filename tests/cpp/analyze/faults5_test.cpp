@@ -73,6 +73,27 @@ TEST(AnalyzeFaults5, UnknownCategoryWithAStreamIsNamed) {
 
 
 
+// F14: the folder holding trace_view.json is read as its profiler directory (kernel_details.csv
+// and the other producer files are no error); trace_view.json named alone takes its rank from
+// ../profiler_info_<rank>.json. Seen failing on main: "kernel_details.csv: line 1: first column
+// 'Step Id'", and the file read as rank 0.
+TEST(AnalyzeFaults5, AscendProfilerOutputFolderIsItsProfilerDirectory) {
+  // A copy of the sample with the producer's kernel_details.csv beside trace_view.json.
+  const fs::path copy = testing::temp_dir("faults5_ascend") / "rank1_ascend_pt";
+  fs::copy(testing::sample("ascend/msinsight-level0/rank1_ascend_pt"), copy, fs::copy_options::recursive);
+  testing::write_file(copy / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv",
+                      "Step Id,Model ID,Task ID,Stream ID,Name,Type,Accelerator Core,Start Time(us),Duration(us)\n");
+  const std::string dir = copy.string();
+  const AnalysisResult a = analyze_paths({dir});
+  const AnalysisResult b = analyze_paths({dir + "/ASCEND_PROFILER_OUTPUT"});
+  EXPECT_EQ(b.to_json(), a.to_json());
+  const AnalysisResult c = analyze_paths({dir + "/ASCEND_PROFILER_OUTPUT/"});
+  EXPECT_EQ(c.to_json(), a.to_json());
+  const AnalysisResult t = analyze_paths({dir + "/ASCEND_PROFILER_OUTPUT/trace_view.json.gz"});
+  ASSERT_EQ(t.total.ranks.size(), 1u);
+  EXPECT_EQ(t.total.ranks[0].rank.v, 1);
+  for (const auto& n : t.notes) EXPECT_EQ(n.find("names no rank"), std::string::npos) << n;
+}
 
 }  // namespace
 }  // namespace ppstream::analyze
