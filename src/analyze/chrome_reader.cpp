@@ -150,6 +150,9 @@ bool has_device_slices(const RankTimeline& tl) {
 
 void add_rank(TraceSet& set, RankTimeline&& tl, const std::string& path) {
   for (auto& existing : set.ranks) {
+    // Megatron workers of two files are numbered over the job once every file is read
+    // (number_timer_workers), which checks them then.
+    if (existing.timer_worker && tl.timer_worker && existing.source != tl.source) continue;
     if (existing.rank == tl.rank) {
       throw TraceError(fmt::format("{}: rank {} is already loaded from {}; expected one trace per "
                                    "rank",

@@ -12,6 +12,7 @@
 #include "chrome_reader.h"
 #include "json_input.h"
 #include "json_stream.h"
+#include "mappers.h"
 #include "read_parallel.h"
 #include "ppstream/analyze/readers.h"
 #include "run_dir.h"
@@ -158,6 +159,7 @@ bool read_all(const std::vector<std::string>& paths, TraceSet& set, unsigned thr
     digester = nullptr;
   }
   read_inputs(inputs, set, threads, digester, digests);
+  detail::number_timer_workers(set, digester ? digests : nullptr);
   resolve_comm_links(set);
   if (set.ranks.empty() && set.step_trace.empty() && set.comm_ops.empty()) {
     throw TraceError(fmt::format("{}: no device lanes, step-trace rows or communication ops found",
