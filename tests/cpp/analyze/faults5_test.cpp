@@ -70,8 +70,91 @@ TEST(AnalyzeFaults5, UnknownCategoryWithAStreamIsNamed) {
   EXPECT_TRUE(noted);
 }
 
+// The synthetic Megatron timeline (DP 2 x PP 2, tests/data/whatif/syn), its events as JSON.
+nlohmann::json small_timeline() {
+  return nlohmann::json::parse(testing::file_text(testing::sample("whatif/syn/timeline-SMALL.json.gz")));
+}
 
+std::string write_json(const fs::path& dir, const std::string& name, const nlohmann::json& j) {
+  return testing::write_file(dir / name, j.dump());
+}
 
+// F4: every lane also as TP rank 1 (tid + 100): one rank per (DP, PP, TP) worker, rank =
+// (pp · DP + dp) · TP + tp; each TP-0 worker's figures are the TP1 file's worker's. Seen failing
+// on main: 4 ranks, every pp_wait_ms doubled (the two TP workers merged into one rank).
+TEST(AnalyzeFaults5, MegatronTpRanksAreWorkersOfTheirOwn) {
+  const nlohmann::json ev = small_timeline();
+  nlohmann::json tp2 = nlohmann::json::array();
+  for (const auto& e : ev) {
+    tp2.push_back(e);
+    if (!e.contains("tid")) continue;
+    nlohmann::json f = e;
+    f["tid"] = e["tid"].get<int>() + 100;
+    if (f.value("ph", "") == "M" && f.value("name", "") == "thread_name") {
+      std::string n = f["args"]["name"];
+      f["args"]["name"] = replace_all(n, "TP rank 0", "TP rank 1");
+    }
+    tp2.push_back(f);
+  }
+  const fs::path dir = testing::temp_dir("faults5_tp");
+  const std::string one = write_json(dir, "tp1.json", ev), two = write_json(dir, "tp2.json", tp2);
+  const AnalysisResult a = analyze_paths({one}), b = analyze_paths({two});
+  ASSERT_EQ(a.total.ranks.size(), 4u);
+  ASSERT_EQ(b.total.ranks.size(), 8u);
+  for (size_t r = 0; r < 4; ++r) {
+    for (int tp = 0; tp < 2; ++tp) {
+      const RankMetrics& m = b.total.ranks[2 * r + static_cast<size_t>(tp)];
+      EXPECT_EQ(m.rank.v, static_cast<int32_t>(2 * r) + tp);
+      EXPECT_EQ(m.pp_rank, a.total.ranks[r].pp_rank);
+      EXPECT_NEAR(m.pp_wait_ms, a.total.ranks[r].pp_wait_ms, 1e-9) << "rank " << m.rank.v;
+      EXPECT_NEAR(m.compute_ms, a.total.ranks[r].compute_ms, 1e-9) << "rank " << m.rank.v;
+    }
+  }
+}
+
+// F5: DP rank 1's lanes declared, its ops gone: refused naming the worker and the file, as whatif
+// refuses it. Seen failing on main: read as a DP1 job of 2 ranks, no word.
+TEST(AnalyzeFaults5, MegatronWorkerWithDeclaredLanesAndNoOpIsRefused) {
+  nlohmann::json kept = nlohmann::json::array();
+  for (const auto& e : small_timeline())
+    if (!(e.value("ph", "") == "X" && e.value("pid", -1) == 1)) kept.push_back(e);
+  const std::string p = write_json(testing::temp_dir("faults5_lost"), "lost1.json", kept);
+  const std::string e = analyze_error({p});
+  EXPECT_NE(e.find(p + ": DP rank 1, stage 0, TP rank 0: the file declares its lanes"), std::string::npos) << e;
+  EXPECT_NE(e.find("holds no timer op of it"), std::string::npos) << e;
+}
+
+// F6: the job split into one file per DP rank (each with its own lanes): DP counted over the
+// files, so the ranks and figures are the one file's, with 1 and 2 reader threads. Seen failing on
+// main: "rank 1 is already loaded from dp0.json".
+TEST(AnalyzeFaults5, MegatronJobSplitPerDpRankIsOneJob) {
+  const nlohmann::json ev = small_timeline();
+  nlohmann::json dp[2] = {nlohmann::json::array(), nlohmann::json::array()};
+  for (const auto& e : ev) dp[e.value("pid", 0)].push_back(e);
+  const fs::path dir = testing::temp_dir("faults5_split");
+  const std::string one = write_json(dir, "all.json", ev);
+  const std::string f0 = write_json(dir, "dp0.json", dp[0]), f1 = write_json(dir, "dp1.json", dp[1]);
+  const AnalysisResult a = analyze_paths({one});
+  for (const char* threads : {"1", "2"}) {
+    ::setenv("PPSTREAM_THREADS", threads, 1);
+    const AnalysisResult b = analyze_paths({f0, f1});
+    ::unsetenv("PPSTREAM_THREADS");
+    ASSERT_EQ(b.total.ranks.size(), a.total.ranks.size()) << threads;
+    for (size_t r = 0; r < a.total.ranks.size(); ++r) {
+      const RankMetrics &x = a.total.ranks[r], &y = b.total.ranks[r];
+      EXPECT_EQ(y.rank, x.rank);
+      EXPECT_EQ(y.pp_rank, x.pp_rank);
+      EXPECT_NEAR(y.compute_ms, x.compute_ms, 1e-9);
+      EXPECT_NEAR(y.pp_wait_ms, x.pp_wait_ms, 1e-9);
+      EXPECT_NEAR(y.span_ms, x.span_ms, 1e-9);
+    }
+    EXPECT_EQ(b.chains.size(), a.chains.size()) << threads;
+    for (size_t c = 0; c < std::min(a.chains.size(), b.chains.size()); ++c) EXPECT_EQ(b.chains[c].rank, a.chains[c].rank);
+  }
+  // The same worker in two files is refused naming both.
+  const std::string e = analyze_error({f0, one});
+  EXPECT_NE(e.find(": DP rank 0, stage 0, TP rank 0 is already loaded from " + f0), std::string::npos) << e;
+}
 
 // F14: the folder holding trace_view.json is read as its profiler directory (kernel_details.csv
 // and the other producer files are no error); trace_view.json named alone takes its rank from
