@@ -2,6 +2,7 @@
 #include "event_fast_path.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -69,6 +70,9 @@ struct PlainBytes {
   }
 };
 constexpr PlainBytes kPlain;
+
+// The word tests below read the first byte as the lowest (x86-64, AArch64).
+static_assert(std::endian::native == std::endian::little, "event_fast_path.cpp's word tests assume little-endian");
 
 uint64_t load8(const char* p) {
   uint64_t v;
