@@ -186,6 +186,7 @@ struct Scan {
   ond::parser parser{};
   std::string text{};
   size_t index = 0;
+  EventShapes shapes{};  // the file's event shapes (flat events read in place)
 
   [[noreturn]] void fail(uint64_t at, const std::string& what) const {
     throw TraceError(fmt::format("{}: byte {}: {}", path, at, what));
@@ -203,14 +204,15 @@ struct Scan {
     fail(cur.offset() - 1, fmt::format("'{}' after {}; expected ',' or '{}'", static_cast<char>(c), after(), close));
   }
 
-  // A flat event (event_fast_path.h) read in place from the cursor's chunk and consumed; false
+  // A flat event (event_fast_path.h) read in place from the cursor's chunk (by a remembered
+  // shape where it has one) and consumed; false
   // (nothing consumed) for any other, and for one the chunk cuts. No host or link category
   // reaches here: only "ph" decides, as in parse_event.
   bool flat_event_in_place(uint64_t at) {
     RawEvent ev;
     ev.index = index;
     ev.offset = at;
-    const size_t n = read_flat_event(spec, cur.chunk_rest(), ev);
+    const size_t n = shapes.read(spec, cur.chunk_rest(), ev);
     if (n == 0) return false;
     cur.skip(n);
     if (ev.ph == 'X' || ev.ph == 'M' || spec.every_phase || spec.claimed(ev.args)) sink(ev);

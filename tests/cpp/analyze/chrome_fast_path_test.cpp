@@ -466,5 +466,128 @@ TEST(MegatronReader, NoTimerOpCountsEveryEvent) {
   EXPECT_NE(msg.find(path + ": no Megatron timer op among 147 events"), std::string::npos) << msg;
 }
 
+// Event shapes (event_fast_path.h EventShapes): after one event, the next ones of its shape are
+// read by comparing their literal text; every way an event can differ from the remembered shape
+// gives read_flat_event's own result (and so the full parse's, above), by the shape or by the
+// fallback to read_flat_event.
+std::string dump(const detail::RawEvent& e) {
+  std::string s = fmt::format("ph {} name '{}' cat '{}' pid {} tid {} ts {} dur {} meta '{}' given {:x}", e.ph,
+                              e.name, e.cat, e.pid ? std::to_string(*e.pid) : "-", e.tid ? std::to_string(*e.tid) : "-",
+                              e.ts_ns ? std::to_string(*e.ts_ns) : "-", e.dur_ns ? std::to_string(*e.dur_ns) : "-",
+                              e.args.meta_name, e.args.num_given);
+  for (size_t i = 0; i < detail::kArgSlots; ++i) {
+    if (e.args.num[i]) s += fmt::format(" num[{}] {}", i, *e.args.num[i]);
+    if (!e.args.str[i].empty()) s += fmt::format(" str[{}] '{}'", i, e.args.str[i]);
+  }
+  return s;
+}
+
+const std::string kShapeBase =
+    R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":0,"tid":3,"ts":1.5,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0}})";
+
+struct ShapeCase {
+  std::string text;
+  bool by_shape;  // read by the remembered shape (a value that differs); else by read_flat_event
+};
+
+const std::vector<ShapeCase> kShapeCases = {
+    {kShapeBase, true},
+    // Values differ: the shape reads them with read_flat_event's parsers.
+    {R"({"name":"backward-compute-x","cat":"backward","ph":"i","pid":12,"tid":345,"ts":-12345.6785,"dur":0,"args":{"step":16,"model_chunk":-1,"mb_id":123,"seq_id":7}})", true},
+    {R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":0,"tid":3,"ts":123456789012345.678901,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0}})", true},
+    {R"({"name":"","cat":"","ph":"","pid":0,"tid":3,"ts":1,"dur":2,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0}})", true},
+    // Values the parsers refuse: read_flat_event refuses them too (the full parse decides).
+    {R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":0,"tid":3,"ts":1234567890123456789.5,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0}})", false},
+    {R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":0,"tid":3,"ts":1.5e3,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0}})", false},
+    {R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":0,"tid":3,"ts":1.5,"dur":2.25,"args":{"step":1.5,"model_chunk":0,"mb_id":0,"seq_id":0}})", false},
+    {R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":"0","tid":3,"ts":1.5,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0}})", false},
+    {R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":00,"tid":3,"ts":1.5,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0}})", false},
+    {R"({"name":"forward\u002dcompute","cat":"forward-compute","ph":"X","pid":0,"tid":3,"ts":1.5,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0}})", false},
+    {R"({"name":"forward-compute","cat":"cpu_op","ph":"X","pid":0,"tid":3,"ts":1.5,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0}})", false},
+    // A key reordered, added, missing, renamed or given twice; other whitespace: read_flat_event.
+    {R"({"cat":"forward-compute","name":"forward-compute","ph":"X","pid":0,"tid":3,"ts":1.5,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0}})", false},
+    {R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":0,"tid":3,"ts":1.5,"dur":2.25,"args":{"step":1,"model_chunk":0,"seq_id":0,"mb_id":0}})", false},
+    {R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":0,"tid":3,"ts":1.5,"dur":2.25,"id":7,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0}})", false},
+    {R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":0,"tid":3,"ts":1.5,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0,"note":"x"}})", false},
+    {R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":0,"tid":3,"ts":1.5,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0},"s":"t"})", false},
+    {R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":0,"tid":3,"ts":1.5,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0}})", false},
+    {R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":0,"tid":3,"ts":1.5,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0}})", false},
+    {R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":0,"tid":3,"ts":1.5,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0,"sequence":0}})", false},
+    {R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":0,"pid":3,"ts":1.5,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0}})", false},
+    {R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":0,"tid":3,"ts":1.5,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0,"step":0}})", false},
+    {R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":0,"tid":3,"ts":1.5,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0},"args":{}})", false},
+    {R"({"name":"forward-compute", "cat":"forward-compute","ph":"X","pid":0,"tid":3,"ts":1.5,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0}})", false},
+    {R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":0,"tid":3,"ts":1.5,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0} })", false},
+    {R"({"name":"forward-compute","cat":"forward-compute","ph":"X","pid":0,"tid":3,"ts":1.5,"dur":2.25,"args":{"step":1,"model_chunk":0,"mb_id":0,"seq_id":0}})" "\n", true},
+    // Cut by the chunk: 0 (the scanner hands it to take_value_view and the full parse).
+    {kShapeBase.substr(0, kShapeBase.size() - 1), false},
+    {kShapeBase.substr(0, kShapeBase.find("2.25") + 2), false},
+    {kShapeBase.substr(0, kShapeBase.find("\"args\"")), false},
+};
+
+TEST(AnalyzeFastPath, EventShapesReadAsReadFlatEvent) {
+  const detail::ScanSpec& spec = detail::timer_scan_spec();
+  for (const ShapeCase& c : kShapeCases) {
+    detail::EventShapes shapes;
+    detail::RawEvent learned, again;
+    ASSERT_EQ(shapes.read(spec, kShapeBase, learned), kShapeBase.size());
+    ASSERT_EQ(shapes.learned(), 1u);
+    ASSERT_EQ(shapes.read(spec, kShapeBase, again), kShapeBase.size());
+    ASSERT_EQ(shapes.matched(), 1u);
+    EXPECT_EQ(dump(again), dump(learned));
+    detail::RawEvent by_shapes, by_flat;
+    by_shapes.index = by_flat.index = 9;
+    by_shapes.offset = by_flat.offset = 99;
+    const size_t n = shapes.read(spec, c.text, by_shapes);
+    EXPECT_EQ(n, detail::read_flat_event(spec, c.text, by_flat)) << c.text;
+    if (n != 0) {
+      EXPECT_EQ(dump(by_shapes), dump(by_flat)) << c.text;
+    }
+    EXPECT_EQ(by_shapes.index, 9u);
+    EXPECT_EQ(by_shapes.offset, 99u);
+    EXPECT_EQ(shapes.matched(), c.by_shape ? 2u : 1u) << c.text;
+    // The base again: read by its shape (a refused event leaves it remembered).
+    detail::RawEvent after;
+    EXPECT_EQ(shapes.read(spec, kShapeBase, after), kShapeBase.size());
+    EXPECT_EQ(dump(after), dump(learned)) << c.text;
+  }
+}
+
+// A file of one repeated shape with one event that differs: the same ops, notes and errors as
+// the full parse (read_timer_trace without the flat path).
+TEST(AnalyzeFastPath, EventShapeFilesReadAsTheFullParse) {
+  const auto dir = testing::temp_dir("event_shapes");
+  const std::string lanes =
+      R"({"name":"thread_name","ph":"M","pid":0,"tid":3,"args":{"name":"PP rank 0, TP rank 0, compute"}},)"
+      "\n"
+      R"({"name":"thread_name","ph":"M","pid":12,"tid":345,"args":{"name":"PP rank 1, TP rank 0, compute"}},)"
+      "\n";
+  for (size_t i = 0; i < kShapeCases.size(); ++i) {
+    std::string t = "[" + lanes;
+    for (int k = 0; k < 3; ++k) t += kShapeBase + ",\n";
+    t += kShapeCases[i].text + (kShapeCases[i].text.back() == '}' ? "" : "}}}") + ",\n" + kShapeBase + "]";
+    std::string result[2];
+    for (bool flat : {true, false}) {
+      const auto path = testing::write_file(dir / fmt::format("{}{}", i, flat ? "a" : "b") / "t.json", t);
+      TimerTrace tt;
+      try {
+        read_timer_trace(path, tt, flat);
+        for (size_t k = 0; k < tt.ops.size(); ++k) {
+          const TimerOp op = tt.ops[k];
+          result[flat] += fmt::format("{} {} {} {} {} {} {} {} {} {} {}\n", op.start_ns, op.dur_ns, op.offset, op.step,
+                                      op.dp_rank, op.pp_rank, op.chunk, op.mb, op.seq, op.tid,
+                                      tt.strings.str(op.name));
+        }
+        for (const std::string& note : tt.notes) result[flat] += note.substr(note.find(": ")) + "\n";
+      } catch (const TraceError& e) {
+        result[flat] = e.what();
+        const auto at = result[flat].find(path);
+        if (at != std::string::npos) result[flat].replace(at, path.size(), "FILE");
+      }
+    }
+    EXPECT_EQ(result[1], result[0]) << kShapeCases[i].text;
+  }
+}
+
 }  // namespace
 }  // namespace ppstream::analyze
