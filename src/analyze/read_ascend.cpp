@@ -136,22 +136,11 @@ void read_step_trace_csv(const std::string& path, const std::string& producer, T
   if (!in) throw TraceError(fmt::format("{}: cannot open file", path));
   std::string line;
   if (!std::getline(in, line)) throw TraceError(fmt::format("{}: line 1: empty; expected a header", path));
-  // A compressed file named .csv: say so, not its bytes (the reader takes plain CSV only).
-  if (line.size() >= 2 && static_cast<unsigned char>(line[0]) == 0x1f && static_cast<unsigned char>(line[1]) == 0x8b)
-    throw TraceError(fmt::format("{}: is gzip-compressed (magic 1f 8b); expected a plain-text step_trace_time.csv: "
-                                 "decompress it (gunzip), or name it .json.gz if it is a JSON trace",
-                                 path));
   auto header = split_csv(line);
   if (header.empty() || header[0] != "Step") {
-    // Echoed with bytes outside printable ASCII as \xNN (a binary file must not reach the terminal).
-    std::string shown;
-    for (const char ch : header.empty() ? std::string() : header[0].substr(0, 80)) {
-      const auto u = static_cast<unsigned char>(ch);
-      shown += u >= 0x20 && u < 0x7f ? std::string(1, ch) : fmt::format("\\x{:02x}", u);
-    }
-    throw TraceError(fmt::format("{}: line 1: first column '{}'{}; expected the step_trace_time.csv "
+    throw TraceError(fmt::format("{}: line 1: first column '{}'; expected the step_trace_time.csv "
                                  "header starting with \"Step\"",
-                                 path, shown, !header.empty() && header[0].size() > 80 ? " (cut at 80 bytes)" : ""));
+                                 path, header.empty() ? "" : header[0]));
   }
   size_t lineno = 1;
   while (std::getline(in, line)) {

@@ -136,25 +136,11 @@ void register_tune(CLI::App& app, int& exit_code) {
       std::ofstream f(args->apply);
       if (!f) throw std::invalid_argument("tune --apply: cannot write " + args->apply);
       const tune::PlanResult& best = r.plans.front();
-      // A best plan no better than the config as written (an exact tie, ties going to the fewest
-      // changes): say so, on stderr (stdout may be --json) and in the file's header.
-      const tune::Comparison cmp = tune::compare(r, best);
-      const std::string no_gain =
-          cmp.vs_as_written < 0 ? std::string()
-          : best.settings.empty()
-              ? fmt::format("the best plan is the config as written ({} {:.3f} ms): {} changes nothing", tune::to_string(r.objective),
-                            best.score_ms, args->apply)
-              : fmt::format("the best plan, {}, is no better than the config as written ({} {:.3f} ms vs {:.3f} ms over {} "
-                            "trials, vs_cfg {:+.2f}%): {} changes the job for no gain",
-                            best.label, tune::to_string(r.objective), best.score_ms, cmp.baseline_score_ms.front().second,
-                            best.trials, 100 * cmp.vs_as_written, args->apply);
-      if (!no_gain.empty()) std::cerr << "note: tune --apply: " << no_gain << "\n";
       f << "# written by ppstream tune: " << best.label << " (" << tune::to_string(r.objective) << " "
         << fmt::format("{:.3f}", best.score_ms) << " ms"
         << (r.objective == tune::Objective::P99 ? std::string() : fmt::format(", p99 {:.3f} ms", best.p99_ms)) << " over " << best.trials
-        << " trials: `ppstream simulate THIS.yaml --trials " << best.trials << "` reproduces them)\n";
-      if (!no_gain.empty()) f << "# note: " << no_gain << "\n";
-      f << applied_yaml(best.yaml, job ? job->config_path : args->config.path, args->apply);
+        << " trials: `ppstream simulate THIS.yaml --trials " << best.trials << "` reproduces them)\n"
+        << applied_yaml(best.yaml, job ? job->config_path : args->config.path, args->apply);
       if (!f) throw std::invalid_argument("tune --apply: error writing " + args->apply);
     }
     exit_code = 0;

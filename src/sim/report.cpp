@@ -170,13 +170,11 @@ std::string report_table(const SimReport& rep) {
     if (diff && v.size() == 2) out += fmt::format("{:>+14.3f}", v[1] - v[0]);
     out += "\n";
   };
-  // With several trials the timings (and every row but the step_time_p*/mean rows) are trial 0's.
-  const bool several = !rep.runs.empty() && rep.runs[0].trials.step_time_ms.size() > 1;
-  row(several ? "step_time_ms (trial 0)" : "step_time_ms", [](const PolicyRun& p) { return std::optional<double>(p.metrics.step_time_ms); }, true);
+  row("step_time_ms", [](const PolicyRun& p) { return std::optional<double>(p.metrics.step_time_ms); }, true);
   row("bubble_ratio", [](const PolicyRun& p) { return std::optional<double>(p.metrics.bubble_ratio); }, true);
   row("reduce_exposed_ms", [](const PolicyRun& p) { return std::optional<double>(p.metrics.reduce_exposed_ms); }, true);
   row("reduce_overlap_ratio", [](const PolicyRun& p) { return p.metrics.reduce_overlap_ratio; }, true);
-  if (several) {
+  if (!rep.runs.empty() && rep.runs[0].trials.step_time_ms.size() > 1) {
     row("step_time_p50_ms", [](const PolicyRun& p) { return std::optional<double>(p.trials.p50_ms); }, true);
     row("step_time_p90_ms", [](const PolicyRun& p) { return std::optional<double>(p.trials.p90_ms); }, true);
     row("step_time_p99_ms", [](const PolicyRun& p) { return std::optional<double>(p.trials.p99_ms); }, true);

@@ -3,7 +3,6 @@
 #include "ppstream/sim/trials.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -140,43 +139,6 @@ TrialSetup trial_setup(const PipelineConfig& cfg, const World& world) {
     s.straggler =
         located(cfg, "straggler", [&] { return parse_straggler_spec(strag_it->second, world, cfg.num_stages()); });
   return s;
-}
-
-void check_straggler_reach(const PipelineConfig& cfg, const StragglerSpec& spec) {
-  const World w = cfg.world(false);
-  for (size_t n = 0; n < spec.tails.size(); ++n) {
-    const StragglerTail& t = spec.tails[n];
-    const std::string key = fmt::format("straggler.tails[{}]", n);
-    if (cfg.mode == DPMode::NONE)
-      throw ConfigError(fmt::format("config: {}: data_parallel.mode is none, so the job has no reduce_grad or unshard "
-                                    "collective for the tail to delay; it can never fire (drop the tail, or give "
-                                    "data_parallel.mode fsdp / hsdp)",
-                                    key));
-    const bool unshard_only = !t.collectives.empty() && std::all_of(t.collectives.begin(), t.collectives.end(), [](CollectiveKind k) {
-      return k == CollectiveKind::UNSHARD;
-    });
-    if (unshard_only && w.shard == 1)
-      throw ConfigError(fmt::format("config: {}.collectives=[unshard]: data_parallel.shard_size is 1, so nothing is "
-                                    "unsharded and the tail can never fire (use reduce_grad, or a shard_size above 1)",
-                                    key));
-    std::vector<int32_t> pp_ranks;  // the members' PP ranks, ascending
-    for (const int32_t r : t.ranks) pp_ranks.push_back(r / w.dp());
-    std::sort(pp_ranks.begin(), pp_ranks.end());
-    pp_ranks.erase(std::unique(pp_ranks.begin(), pp_ranks.end()), pp_ranks.end());
-    for (const int32_t s : t.stages) {
-      const int32_t home = pp_rank_of_stage(Stage{s}, w);
-      if (std::binary_search(pp_ranks.begin(), pp_ranks.end(), home)) continue;
-      std::vector<std::string> holds;
-      for (const int32_t p : pp_ranks) {
-        std::vector<int32_t> ids;
-        for (const Stage st : local_stages(p, w)) ids.push_back(st.v);
-        holds.push_back(fmt::format("PP rank {} holds {}", p, fmt::join(ids, ", ")));
-      }
-      throw ConfigError(fmt::format("config: {}.stages={}: stage {} lives on PP rank {}, not pp_rank {} ({}); the tail "
-                                    "can never fire there (schedule {})",
-                                    key, s, s, home, fmt::join(pp_ranks, " or "), fmt::join(holds, "; "), to_string(cfg.schedule)));
-    }
-  }
 }
 
 SimCostModel trial_cost_model(const CompiledPlan& plan, const TrialSetup& setup, uint64_t trial) {

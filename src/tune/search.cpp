@@ -15,7 +15,6 @@
 #include "ppstream/engine/engine.h"
 #include "ppstream/lower/lower.h"
 #include "ppstream/program/format.h"
-#include "ppstream/sim/trials.h"
 #include "ppstream/tune/tune.h"
 #include "ppstream/verify/verify.h"
 #include "tune/scoring.h"
@@ -92,7 +91,6 @@ class Search {
     rep_.space = o_.space.empty() ? default_space(base_) : o_.space;
     leave_out_untrainable();
     base_yaml_ = to_yaml(base_);
-    sim::check_straggler_reach(base_, sim::trial_setup(base_, base_.world(false)).straggler);
     rep_.as_written = score_once(base_, {}, "as written", /*as_written=*/true);
     baselines();
     collect();
@@ -201,7 +199,7 @@ class Search {
   void collect() {
     const std::vector<Settings> all = points(rep_.space);
     rep_.candidates = static_cast<int64_t>(all.size());
-    std::map<std::string, size_t> seen;  // programs text → the candidate (index in cands_) that has them
+    std::map<std::string, std::string> seen;  // programs text → the plan that has them
     for (const Settings& s : all) {
       if (out_of_time()) return;
       Settings diff;
@@ -226,22 +224,13 @@ class Search {
         continue;
       }
       ++rep_.verified;
-      const auto it = seen.find(text);
-      if (it != seen.end()) {
-        // The same programs: the candidate is the point with the fewest changes from the config
-        // as written (the as-written point itself when it is among them), the other a duplicate.
-        Candidate& kept = cands_[it->second];
-        if (diff.size() < kept.settings.size()) {
-          rep_.log.push_back({kept.label, -1, 0, 0, "duplicate of " + label});
-          kept.settings = std::move(diff), kept.label = label, kept.cfg = std::move(c);
-        } else {
-          rep_.log.push_back({label, -1, 0, 0, "duplicate of " + kept.label});
-        }
+      const auto [it, fresh] = seen.emplace(std::move(text), label);
+      if (!fresh) {
+        rep_.log.push_back({label, -1, 0, 0, "duplicate of " + it->second});
         continue;
       }
       try {
         std::unique_ptr<tune_detail::Scoring> scoring = make_(c);
-        seen.emplace(std::move(text), cands_.size());
         cands_.push_back({std::move(diff), label, std::move(c), std::move(scoring), std::nullopt, 0, 0});
       } catch (const std::exception& e) {  // verified above under every profile: not expected
         rep_.log.push_back({label, -1, 0, 0, fmt::format("does not compile: {}", e.what())});
@@ -260,13 +249,6 @@ class Search {
     } catch (const ConfigError&) {
     }
     return differs_[key] = d;
-  }
-
-  // The lower score first; an exact tie goes to the plan with fewer changes from the config as
-  // written (docs/tune.md "Ties"), so an equal plan never moves the job away from it.
-  static bool better(const Candidate& a, const Candidate& b) {
-    if (a.result->score_ms != b.result->score_ms) return a.result->score_ms < b.result->score_ms;
-    return a.settings.size() < b.settings.size();
   }
 
   // Phase 2: rungs of trials min_trials, ×eta, …, trials; each keeps the best 1/eta (at least
@@ -294,7 +276,8 @@ class Search {
         alive = scored;
         break;
       }
-      std::stable_sort(scored.begin(), scored.end(), [&](size_t a, size_t b) { return better(cands_[a], cands_[b]); });
+      std::stable_sort(scored.begin(), scored.end(),
+                       [&](size_t a, size_t b) { return cands_[a].result->score_ms < cands_[b].result->score_ms; });
       const size_t keep = std::max(static_cast<size_t>(o_.show), (scored.size() + static_cast<size_t>(o_.eta) - 1) / static_cast<size_t>(o_.eta));
       for (size_t n = keep; n < scored.size(); ++n) rep_.log.push_back({cands_[scored[n]].label, rung, t, cands_[scored[n]].result->score_ms, "pruned"});
       scored.resize(std::min(keep, scored.size()));
@@ -314,7 +297,7 @@ class Search {
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
       const PlanResult &x = *cands_[a].result, &y = *cands_[b].result;
       if (x.trials != y.trials) return x.trials > y.trials;
-      return better(cands_[a], cands_[b]);
+      return x.score_ms < y.score_ms;
     });
     for (size_t n = 0; n < order.size() && n < static_cast<size_t>(o_.show); ++n) {
       rep_.plans.push_back(*cands_[order[n]].result);

@@ -85,12 +85,6 @@ struct TrialSetup {
 // The config's `cost:` and `straggler:` sections (defaults when absent), the straggler members
 // checked against `world`. Throws ConfigError naming the key.
 TrialSetup trial_setup(const PipelineConfig& cfg, const World& world);
-// Refuses a straggler tail that can never fire in the job `cfg` describes, naming its key: any
-// tail under data_parallel.mode none (no collective to delay), an unshard-only tail when
-// shard_size is 1 (nothing is unsharded), a `stages:` entry that lives on none of the tail's
-// members' PP ranks (the schedule's placement: cfg.placement()). `simulate` and `tune` (the
-// config as written) call it; docs/simulate.md "Stragglers". Throws ConfigError.
-void check_straggler_reach(const PipelineConfig& cfg, const StragglerSpec& spec);
 
 // The cost model of draw `trial` (0-based) for `plan`; it keeps references into plan.programs().
 SimCostModel trial_cost_model(const CompiledPlan& plan, const TrialSetup& setup, uint64_t trial);
