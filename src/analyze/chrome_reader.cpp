@@ -150,9 +150,6 @@ bool has_device_slices(const RankTimeline& tl) {
 
 void add_rank(TraceSet& set, RankTimeline&& tl, const std::string& path) {
   for (auto& existing : set.ranks) {
-    // Megatron workers of two files are numbered over the job once every file is read
-    // (number_timer_workers), which checks them then.
-    if (existing.timer_worker && tl.timer_worker && existing.source != tl.source) continue;
     if (existing.rank == tl.rank) {
       throw TraceError(fmt::format("{}: rank {} is already loaded from {}; expected one trace per "
                                    "rank",
@@ -251,7 +248,6 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
   std::vector<TimerOp> timer_ops;        // Megatron timers, mapped once the lane names are known
   std::vector<std::pair<int64_t, int64_t>> launch_ts;  // (correlation, launch ts), Kineto: 16 bytes each
   size_t seen = 0;
-  std::map<std::string, int64_t> unknown_device;  // category → events with args.stream no mapper read
   const auto on_top = [&](const TopValue& v) {
     read_ppstream_top(path, v, meta);
     read_kineto_top(path, v, top);
@@ -294,8 +290,6 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
       if (auto timer = megatron_event_at(path, ev, set.strings)) timer_ops.push_back(*timer);
     } else if (auto lane = ascend_lane_event(ev, set.strings)) {
       lane_events.push_back(*lane);
-    } else if (const auto stream = arg(ev, IntArg::STREAM); stream && *stream >= 0 && ev.cat != "gpu_user_annotation") {
-      ++unknown_device[std::string(ev.cat)];  // device work of a category no mapper knows: said, not silent
     }
   }, on_top);
   sort_launches(launch_ts);
@@ -313,16 +307,6 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
   std::vector<RankTimeline> workers;  // Megatron timers: one timeline per (DP rank, PP rank)
   if (!timer_ops.empty()) map_megatron_workers(path, std::move(timer_ops), lanes, set.strings, workers);
 
-  std::string unknown_text;  // "2700 of cat 'Kernels', …"
-  for (const auto& [cat, n] : unknown_device)
-    unknown_text += fmt::format("{}{} of cat '{}'", unknown_text.empty() ? "" : ", ", n, cat);
-  if (!unknown_text.empty()) {
-    unknown_text = fmt::format("{} events carry args.stream but are of no device category the Kineto reader knows "
-                               "(kernel, gpu_memcpy, gpu_memset, cuda_sync; PyTorch 1.8-1.10: Kernel, Memcpy, "
-                               "Memset); not read",
-                               unknown_text);
-    set.notes.push_back(fmt::format("{}: {}", path, unknown_text));
-  }
   set.sources.push_back(path);
   std::vector<std::pair<int64_t, RankTimeline>> devices = kineto_devices(path, std::move(kineto), set);
   if (devices.size() == 1 && !has_device_slices(vendor)) {
@@ -368,8 +352,8 @@ void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOp
     throw TraceError(fmt::format("{}: no device lanes: {} events but none is a device-stream slice "
                                  "(expected Kineto kernels with args.stream, Ascend Hardware tasks "
                                  "with args \"Stream Id\", ppstream slices with args.kind or Megatron "
-                                 "timer ops with args.step and args.seq_id){}",
-                                 path, seen, unknown_text.empty() ? "" : "; " + unknown_text));
+                                 "timer ops with args.step and args.seq_id)",
+                                 path, seen));
   }
   for (auto& tl : workers) add_rank(set, std::move(tl), path);
   std::sort(set.ranks.begin(), set.ranks.end(),

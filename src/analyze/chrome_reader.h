@@ -18,10 +18,6 @@ struct ChromeReadOptions {
 // The file (plain or gzip) is read in chunks, one event at a time (chrome_events.h).
 void read_chrome_file(const std::string& path, TraceSet& set, const ChromeReadOptions& opts);
 
-// The rank of a trace_view.json (or .json.gz) that sits in an Ascend profiler directory's
-// ASCEND_PROFILER_OUTPUT, from ../profiler_info_<rank>.json (read_ascend.cpp); none for any other file.
-std::optional<Rank> ascend_output_rank(const std::string& trace_path);
-
 // Events dropped for an out-of-bounds duration are named in a note each, the first this many of
 // a set (then counted).
 inline constexpr int64_t kNamedDroppedEvents = 5;

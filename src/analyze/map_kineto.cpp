@@ -72,24 +72,7 @@ CollectiveOp op_of_nccl_kernel(std::string_view name) {
 
 constexpr std::string_view kStepPrefix = "ProfilerStep#";
 
-// PyTorch 1.8-1.10's Kineto wrote capitalised categories (libkineto's first ChromeTraceLogger;
-// the TensorBoard plugin's torch_tb_profiler still reads them): "Kernel", "Memcpy", "Memset" for
-// device work, "Runtime" for the CUDA runtime calls, "Operator" for CPU ops (ProfilerStep# too).
-// Each is read as the category that replaced it.
-std::string_view kineto_category(std::string_view cat) {
-  if (cat.empty() || cat.front() < 'A' || cat.front() > 'Z') return cat;
-  if (cat == "Kernel") return "kernel";
-  if (cat == "Memcpy") return "gpu_memcpy";
-  if (cat == "Memset") return "gpu_memset";
-  if (cat == "Runtime") return "cuda_runtime";
-  if (cat == "Operator") return "cpu_op";
-  return cat;
-}
-
-bool launch_category(std::string_view cat) {
-  cat = kineto_category(cat);
-  return cat == "cuda_runtime" || cat == "cuda_driver";
-}
+bool launch_category(std::string_view cat) { return cat == "cuda_runtime" || cat == "cuda_driver"; }
 
 }  // namespace
 
@@ -105,10 +88,9 @@ void add_kineto_scan(ScanSpec& spec) {
   // Host-side categories: ops, Python frames, flow arrows. ProfilerStep# markers are cpu_op /
   // user_annotation ranges every reader wants; launches carry the correlation of their kernel.
   spec.host_categories.insert(spec.host_categories.end(),
-                              {"cpu_op", "cuda_runtime", "cuda_driver", "python_function", "fwdbwd", "ac2g",
-                               "Operator", "Runtime"});  // PyTorch 1.8-1.10 (kineto_category)
+                              {"cpu_op", "cuda_runtime", "cuda_driver", "python_function", "fwdbwd", "ac2g"});
   spec.kept_prefixes.push_back(kStepPrefix);
-  spec.link_categories.insert(spec.link_categories.end(), {"cuda_runtime", "cuda_driver", "Runtime"});
+  spec.link_categories.insert(spec.link_categories.end(), {"cuda_runtime", "cuda_driver"});
   spec.link = arg_key("correlation", IntArg::CORRELATION);
   spec.top_keys.insert(spec.top_keys.end(), {"distributedInfo", "baseTimeNanoseconds"});
 }
@@ -155,15 +137,15 @@ std::optional<int64_t> profiler_step(std::string_view name) {
 std::optional<Draft> map_kineto(const RawEvent& ev) {
   if (ev.ph != 'X') return std::nullopt;
   Draft d;
-  const std::string_view cat = kineto_category(ev.cat);
-  if (cat == "user_annotation" || cat == "cpu_op") {
+  if (ev.cat == "user_annotation" || ev.cat == "cpu_op") {
     if (auto step = profiler_step(ev.name)) {
       d.step = step;
       return d;
     }
     return std::nullopt;
   }
-  bool device = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cuda_sync";
+  bool device = ev.cat == "kernel" || ev.cat == "gpu_memcpy" || ev.cat == "gpu_memset" ||
+                ev.cat == "cuda_sync";
   if (!device) return std::nullopt;
   // CUPTI and roctracer write correlation 0 for "none" (ROCm/roctracer#100: every collective
   // kernel); such work is placed by time like work without a correlation.
@@ -174,8 +156,8 @@ std::optional<Draft> map_kineto(const RawEvent& ev) {
   int64_t stream = arg(ev, IntArg::STREAM).value_or(-1);
   // Only "Stream Wait Event" makes a device stream wait; Stream/Event/Context Sync
   // (cudaStreamSynchronize…) block the host, even when they name the stream they wait for.
-  if (stream < 0 || (cat == "cuda_sync" && ev.name != "Stream Wait Event")) {
-    if (cat != "cuda_sync") return std::nullopt;
+  if (stream < 0 || (ev.cat == "cuda_sync" && ev.name != "Stream Wait Event")) {
+    if (ev.cat != "cuda_sync") return std::nullopt;
     d.kind = SliceKind::HOST;  // Event/Context/Stream Sync: the host blocks
     d.stream_id = -1;
     d.stream_name = "host sync";
@@ -183,9 +165,9 @@ std::optional<Draft> map_kineto(const RawEvent& ev) {
   }
   d.stream_id = stream;
   d.stream_name = kineto_stream_name(stream);
-  if (cat == "gpu_memcpy" || cat == "gpu_memset") {
+  if (ev.cat == "gpu_memcpy" || ev.cat == "gpu_memset") {
     d.kind = SliceKind::MEMORY;
-  } else if (cat == "cuda_sync") {
+  } else if (ev.cat == "cuda_sync") {
     d.kind = SliceKind::STREAM_WAIT;  // "Stream Wait Event": this stream waits another's event
     // -1 when Kineto could not resolve the record (kineto PR #1318); then timing decides.
     if (const auto src = arg(ev, IntArg::WAIT_ON_STREAM); src && *src >= 0) {

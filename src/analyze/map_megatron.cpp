@@ -7,8 +7,6 @@
 #include <charconv>
 #include <limits>
 #include <map>
-#include <set>
-#include <tuple>
 
 #include "mappers.h"
 
@@ -207,32 +205,19 @@ void map_megatron_workers(const std::string& path, std::vector<TimerOp> ops, con
                           StringTable& strings, std::vector<RankTimeline>& out) {
   TimerLaneResolver resolve(path, names);
   for (TimerOp& op : ops) resolve(op);
-  int32_t dp = 0, tp = 0;
-  for (const TimerOp& op : ops) dp = std::max(dp, op.dp_rank + 1), tp = std::max(tp, op.tp_rank + 1);
-  // A worker whose lanes the file declares but that has no op lost its ops (a trace cut short, a
-  // DP rank's ops dropped): read without it, the job would look smaller (whatif refuses it too).
-  {
-    std::set<std::tuple<int64_t, int32_t, int32_t>> with_ops;
-    for (const TimerOp& op : ops) with_ops.emplace(op.dp_rank, op.pp_rank, op.tp_rank);
-    for (const auto& [key, text] : names.thread) {
-      const auto l = parse_timer_lane(text);
-      if (l && !with_ops.contains({key.first, l->pp_rank, l->tp_rank})) {
-        throw TraceError(fmt::format("{}: DP rank {}, stage {}, TP rank {}: the file declares its lanes (thread_name "
-                                     "'{}' on pid {} tid {}) but holds no timer op of it; expected every worker's "
-                                     "ops (give the complete trace of every DP rank)",
-                                     path, key.first, l->pp_rank, l->tp_rank, text, key.first, key.second));
-      }
-    }
-  }
+  int32_t dp = 0;
+  for (const TimerOp& op : ops) dp = std::max(dp, op.dp_rank + 1);
   std::map<int64_t, RankTimeline> workers;  // rank → timeline
   std::map<std::pair<int64_t, int32_t>, std::pair<int64_t, int64_t>> spans;  // (rank, step) → [start, end)
   for (const TimerOp& op : ops) {
-    const RankTimeline::TimerWorker w{op.dp_rank, op.pp_rank, op.tp_rank};
-    const int64_t rank = timer_worker_rank(w, dp, tp, path).v;
+    const int64_t rank = int64_t{op.pp_rank} * dp + op.dp_rank;
+    if (rank > std::numeric_limits<int32_t>::max()) {
+      throw TraceError(fmt::format("{}: byte {}: PP rank {} x {} DP ranks is beyond int32 ranks", path, op.offset,
+                                   op.pp_rank, dp));
+    }
     RankTimeline& tl = workers[rank];
     tl.rank = Rank(static_cast<int32_t>(rank));
     tl.pp_rank = op.pp_rank;
-    tl.timer_worker = w;
     Slice s;
     s.start_ns = op.start_ns;
     s.dur_ns = op.dur_ns;

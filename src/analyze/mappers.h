@@ -120,12 +120,9 @@ std::optional<TimerOp> megatron_event(const RawEvent& ev, StringTable& strings);
 // file, byte, event and what is wrong. False for an event that makes no such claim (metadata,
 // other slices). whatif's reader and analyze's (docs/analyze.md) both refuse through it.
 bool claims_timer_op(const std::string& path, const RawEvent& ev, bool by_name);
-// Maps one file's timer events into one RankTimeline per (DP, PP, TP) worker (rank =
-// (pp_rank · dp + dp_rank) · tp + tp_rank with the file's own DP and TP counts until
-// number_timer_workers numbers them over the job; streams = the lanes, step markers = each step's
-// span on the worker). Throws TraceError naming the file and the lane when a thread_name is
-// missing or not "PP rank p, TP rank t, <lane>", and naming the worker when a worker whose lanes
-// the file declares holds no timer op.
+// Maps one file's timer events into one RankTimeline per worker (rank = pp_rank · dp + dp_rank,
+// streams = the lanes, step markers = each step's span on the worker). Throws TraceError naming
+// the file and the lane when a thread_name is missing or not "PP rank p, TP rank t, <lane>".
 // Fills dp_rank/pp_rank/tp_rank/lane of a timer op from the lane names; throws TraceError naming
 // the file, byte and thread when its thread has no timer-lane name.
 class TimerLaneResolver {
@@ -141,15 +138,6 @@ class TimerLaneResolver {
 };
 void map_megatron_workers(const std::string& path, std::vector<TimerOp> ops, const LaneNames& names,
                           StringTable& strings, std::vector<RankTimeline>& out);
-// Numbers the Megatron workers of `set` over the job (every file: DP and TP counted over all of
-// them, so a job split into one file per DP rank gets the ranks of the whole job's file), in
-// `set.ranks` and, when given, in `digests` (rank and the ranks inside); throws TraceError naming
-// both files when a worker (or, after numbering, a rank) is read from two. Sets set.timer_dp/tp.
-struct RankDigest;
-void number_timer_workers(TraceSet& set, std::vector<RankDigest>* digests);
-// The rank of `w` in a job of `dp` DP and `tp` TP ranks; throws TraceError naming `path` beyond int32.
-Rank timer_worker_rank(const RankTimeline::TimerWorker& w, int32_t dp, int32_t tp, const std::string& path);
-
 // "ProfilerStep#551" (Kineto, torch_npu) → 551.
 std::optional<int64_t> profiler_step(std::string_view name);
 

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 
-#include "mappers.h"
 #include "ppstream/analyze/readers.h"
 
 namespace ppstream::analyze::detail {
@@ -44,12 +43,6 @@ std::shared_ptr<const TraceSet> RereadSource::read(const RankDigest& d) {
   }
   auto fresh = std::make_unique<TraceSet>();
   read_chrome_trace(d.source, *fresh);
-  if (set_.timer_dp > 0) {  // Megatron workers: numbered over the job, as when the files were read
-    for (RankTimeline& tl : fresh->ranks)
-      if (tl.timer_worker) tl.rank = timer_worker_rank(*tl.timer_worker, set_.timer_dp, set_.timer_tp, d.source);
-    std::stable_sort(fresh->ranks.begin(), fresh->ranks.end(),
-                     [](const RankTimeline& a, const RankTimeline& b) { return a.rank < b.rank; });
-  }
   ++rereads_;
   const size_t n = fresh->ranks.size();
   if (resident_) resident_->add(n);

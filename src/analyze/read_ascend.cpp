@@ -255,19 +255,6 @@ void read_communication_matrix(const std::string& path, std::optional<Rank> rank
   set.sources.push_back(path);
 }
 
-namespace detail {
-
-std::optional<Rank> ascend_output_rank(const std::string& trace_path) {
-  const fs::path p(trace_path), out = p.parent_path();
-  const std::string name = p.filename().string();
-  if (out.filename() != "ASCEND_PROFILER_OUTPUT" || (name != "trace_view.json" && name != "trace_view.json.gz"))
-    return std::nullopt;
-  static const std::regex kInfo(R"(profiler_info_(\d+)\.json)");
-  return rank_from_file_name(out.parent_path().empty() ? fs::path(".") : out.parent_path(), kInfo);
-}
-
-}  // namespace detail
-
 void read_ascend_dir(const std::string& dir, TraceSet& set) {
   fs::path root(dir);
   std::string name = root.filename().string();

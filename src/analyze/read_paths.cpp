@@ -12,7 +12,6 @@
 #include "chrome_reader.h"
 #include "json_input.h"
 #include "json_stream.h"
-#include "mappers.h"
 #include "read_parallel.h"
 #include "ppstream/analyze/readers.h"
 #include "run_dir.h"
@@ -67,14 +66,6 @@ struct Input {
 void expand(const fs::path& p, std::vector<Input>& out) {
   std::string path = p.string();
   if (fs::is_directory(p)) {
-    // The folder holding trace_view.json: read as its profiler directory (its other files,
-    // kernel_details.csv, op_summary.csv, …, are the producer's, read from there or not at all).
-    const fs::path named = p.filename().empty() ? p.parent_path() : p;  // "…/ASCEND_PROFILER_OUTPUT/"
-    if (named.filename() == "ASCEND_PROFILER_OUTPUT") {
-      const fs::path dir = named.has_parent_path() ? named.parent_path() : fs::current_path();
-      out.push_back({Input::ASCEND_DIR, dir.string()});
-      return;
-    }
     if (is_ascend_dir(p)) {
       out.push_back({Input::ASCEND_DIR, path});
       return;
@@ -135,7 +126,7 @@ void read_inputs(const std::vector<Input>& inputs, TraceSet& set, unsigned threa
 
 void read_chrome_trace(const std::string& path, TraceSet& set) {
   switch (sniff_json(path)) {
-    case JsonKind::CHROME: detail::read_chrome_file(path, set, {detail::ascend_output_rank(path)}); break;
+    case JsonKind::CHROME: detail::read_chrome_file(path, set, {}); break;
     case JsonKind::CLUSTER_COMM:
     case JsonKind::RANK_COMM: read_communication_json(path, set); break;
   }
@@ -159,7 +150,6 @@ bool read_all(const std::vector<std::string>& paths, TraceSet& set, unsigned thr
     digester = nullptr;
   }
   read_inputs(inputs, set, threads, digester, digests);
-  detail::number_timer_workers(set, digester ? digests : nullptr);
   resolve_comm_links(set);
   if (set.ranks.empty() && set.step_trace.empty() && set.comm_ops.empty()) {
     throw TraceError(fmt::format("{}: no device lanes, step-trace rows or communication ops found",

@@ -219,17 +219,9 @@ Job build_job(const analyze::TimerTrace& trace, std::optional<std::pair<int32_t,
   for (size_t k = 0; k < job.ops.size(); ++k) {
     for (int64_t r = 0; r < rows; ++r) {
       if (std::isnan(job.start_ms[job.at(static_cast<int32_t>(k), r)])) {
-        // DP rank 0's op of the same step when it has it, else its op in the first step (the template).
-        const int64_t row0 = r - r % job.dp;
-        const bool in_step = !std::isnan(job.start_ms[job.at(static_cast<int32_t>(k), row0)]);
-        const auto file = trace.declared_workers.find({static_cast<int32_t>(r % job.dp), job.ops[k].stage});
-        throw LiftError(fmt::format("{}: {}: missing (DP rank 0 has it in step {}); the lifting needs the same ops on "
+        throw LiftError(fmt::format("{}: missing (DP rank 0 has it in step {}); the lifting needs the same ops on "
                                     "every DP rank and step",
-                                    file != trace.declared_workers.end() ? file->second
-                                    : trace.sources.empty()              ? std::string("the trace")
-                                                                         : fmt::format("{}", fmt::join(trace.sources, ", ")),
-                                    job.where(static_cast<int32_t>(k), r),
-                                    in_step ? job.steps[static_cast<size_t>(r / job.dp)] : first));
+                                    job.where(static_cast<int32_t>(k), r), first));
       }
     }
   }

@@ -141,14 +141,6 @@ struct RankTimeline {
   // The producer's base time: ns since the Unix epoch of ts 0 (Kineto baseTimeNanoseconds), when
   // the trace gives it; ranks that all have one are put on one clock by it (docs/analyze.md "Positions").
   std::optional<int64_t> base_ns;
-  // A Megatron timer timeline's worker: (DP rank, PP rank, TP rank). Its rank is
-  // (pp_rank · DP + dp_rank) · TP + tp_rank with DP and TP counted over the job's files
-  // (number_timer_workers, docs/analyze.md "Inputs and the timeline model").
-  struct TimerWorker {
-    int32_t dp_rank = 0, pp_rank = 0, tp_rank = 0;
-    bool operator==(const TimerWorker&) const = default;
-  };
-  std::optional<TimerWorker> timer_worker;
   uint32_t stream_index(std::string_view name, int64_t id);  // finds or adds
 };
 
@@ -223,9 +215,6 @@ struct TraceSet {
   int64_t dropped_events = 0;  // events dropped for a duration out of bounds (named in notes)
   bool global_clock = false;  // all ranks share one clock (our simulator); else align per pair
   int chrome_files = 0;       // how many Chrome traces went into global_clock
-  // Megatron timer timelines: the job's DP and TP counts (over every file), once numbered
-  // (0: none); a file re-read alone numbers its workers by them.
-  int32_t timer_dp = 0, timer_tp = 0;
   RankTimeline& rank(Rank r, const std::string& source);  // finds or adds
 };
 

@@ -9,8 +9,6 @@
 
 #include <unistd.h>
 
-#include "analyze/byte_source.h"
-
 namespace ppstream::analyze::testing {
 
 inline std::string sample(const std::string& rel) { return std::string(PPSTREAM_SOURCE_DIR) + "/tests/data/" + rel; }
@@ -46,19 +44,6 @@ inline std::string kineto_event(const std::string& cat, const std::string& name,
                                 const std::string& args) {
   return R"({"ph":"X","cat":")" + cat + R"(","name":")" + name + R"(","pid":0,"tid":7,"ts":)" + std::to_string(ts) +
          R"(,"dur":)" + std::to_string(dur) + R"(,"args":{)" + args + "}}";
-}
-
-// A file's text (a .gz inflated), read by the reader's own ByteSource.
-inline std::string file_text(const std::string& path) {
-  detail::ByteSource src(path);
-  std::string out(1 << 16, '\0');
-  size_t size = 0;
-  while (const size_t n = src.read(out.data() + size, out.size() - size)) {
-    size += n;
-    if (size == out.size()) out.resize(2 * out.size());
-  }
-  out.resize(size);
-  return out;
 }
 
 inline std::string write_file(const std::filesystem::path& p, const std::string& text) {
