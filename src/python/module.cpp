@@ -158,6 +158,13 @@ void bind_verify(py::module_& m) {
 
 // simulate, analyze and diff: config or traces → metrics JSON (whatif: bind_whatif.cpp)
 void bind_sim_analyze(py::module_& m) {
+  // The one overrides rule (args.cpp) for the Python side's own entry points (Pipeline).
+  m.def(
+      "_overrides_arg",
+      [](const std::string& fn, const py::object& overrides) { return python::overrides_arg(fn, overrides); },
+      py::arg("fn"), py::arg("overrides"),
+      "overrides= checked as docs/python.md says (None or a dict of str key -> str / int / float value) and\n"
+      "returned as {key: str}; TypeError naming `fn`, the key or the value otherwise.");
   m.def(
       "simulate",
       [](const py::object& path_o, const py::object& reduce_grad_o, const py::object& cluster_o,

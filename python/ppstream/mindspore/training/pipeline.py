@@ -36,7 +36,7 @@ class Pipeline:
         from ppstream.mindspore.recipe import build_parts, data_cfg_of
         from ppstream.mindspore.runconfig import load_run_config
 
-        overrides = _overrides_arg(overrides)
+        overrides = ppstream._core._overrides_arg("Pipeline", overrides)  # the Python API's one rule (args.cpp)
         setup_mindspore_cpu()
         self.cfg = load_run_config(config, overrides)
         build_parts(self.cfg)  # the model factory's errors now, not at the first step
@@ -129,21 +129,3 @@ class Pipeline:
                 out[s] = max(out.get(s, 0), n)
         return out
 
-
-def _overrides_arg(overrides) -> dict[str, str]:
-    """``Pipeline(overrides=...)`` checked as docs/python.md says: None, or a dict of ``str`` key →
-    ``str`` / ``int`` / ``float`` value (numbers as ``str()`` writes them)."""
-    if overrides is None:
-        return {}
-    if not isinstance(overrides, dict):
-        raise TypeError("Pipeline: overrides: expected a dict of config key (str) -> value, not "
-                        f"{type(overrides).__name__} (a --set list ['k=v'] is {{'k': 'v'}})")
-    out = {}
-    for k, v in overrides.items():
-        if not isinstance(k, str):
-            raise TypeError(f"Pipeline: overrides: key {k!r}: expected a str (a config key), not {type(k).__name__}")
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (str, int, float)):
-            raise TypeError(f"Pipeline: overrides[{k!r}]: expected a str, int or float (the value as --set takes it), "
-                            f"not {type(v).__name__}")
-        out[k] = v if isinstance(v, str) else str(v)
-    return out
